@@ -1,0 +1,201 @@
+//go:build mage
+
+// The build of faio-go. Run a target with `go run mage.go <target>` (nothing
+// to install) or `mage <target>` once mage is installed; `go run mage.go -l`
+// lists them.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/magefile/mage/mg"
+	"github.com/magefile/mage/sh"
+)
+
+// staticcheckVersion is the staticcheck release used when none is on PATH.
+const staticcheckVersion = "2026.2.2"
+
+// Aliases gives the plain "build" target next to the build: namespace.
+var Aliases = map[string]interface{}{
+	"build": BuildAll,
+}
+
+// modules returns the directories of every module in go.work, in its order.
+func modules() ([]string, error) {
+	out, err := exec.Command("go", "work", "edit", "-json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("reading go.work: %w", err)
+	}
+	var work struct {
+		Use []struct{ DiskPath string }
+	}
+	if err := json.Unmarshal(out, &work); err != nil {
+		return nil, fmt.Errorf("parsing go.work: %w", err)
+	}
+	var dirs []string
+	for _, u := range work.Use {
+		dirs = append(dirs, filepath.Clean(u.DiskPath))
+	}
+	return dirs, nil
+}
+
+// packagePatterns returns "./dir/..." for every module with Go packages.
+func packagePatterns() ([]string, error) {
+	dirs, err := modules()
+	if err != nil {
+		return nil, err
+	}
+	var pats []string
+	for _, d := range dirs {
+		if d == "." {
+			// The root module holds the build and the examples; nested
+			// modules are not part of it.
+			if _, err := os.Stat("examples"); err == nil {
+				pats = append(pats, "./examples/...")
+			}
+			continue
+		}
+		pats = append(pats, "./"+d+"/...")
+	}
+	return pats, nil
+}
+
+// goCmd runs go with args, streaming its output.
+func goCmd(args ...string) error {
+	if mg.Verbose() {
+		fmt.Println("go", strings.Join(args, " "))
+	}
+	return sh.RunV("go", args...)
+}
+
+// BuildAll compiles every package of every module.
+func BuildAll() error {
+	pats, err := packagePatterns()
+	if err != nil {
+		return err
+	}
+	return goCmd(append([]string{"build"}, pats...)...)
+}
+
+// Build holds the builds of artefacts other than Go packages.
+type Build mg.Namespace
+
+// Capi builds build/libfaio.so from capi/ (-buildmode=c-shared).
+func (Build) Capi() error {
+	if _, err := os.Stat("include/faio.h"); err != nil {
+		return errors.New("build:capi: the C ABI is not built yet (include/faio.h is missing; see the capi issue)")
+	}
+	if err := os.MkdirAll("build", 0o755); err != nil {
+		return err
+	}
+	return goCmd("build", "-buildmode=c-shared", "-o", "build/libfaio.so", "./capi")
+}
+
+// Lint checks formatting (gofmt), go vet and staticcheck over every module.
+func Lint() error {
+	out, err := exec.Command("gofmt", "-l", ".").Output()
+	if err != nil {
+		return fmt.Errorf("gofmt: %w", err)
+	}
+	if files := strings.TrimSpace(string(out)); files != "" {
+		return fmt.Errorf("gofmt would reformat:\n%s", files)
+	}
+	pats, err := packagePatterns()
+	if err != nil {
+		return err
+	}
+	if err := goCmd(append([]string{"vet"}, pats...)...); err != nil {
+		return err
+	}
+	return staticcheck(pats)
+}
+
+func staticcheck(pats []string) error {
+	if path, err := exec.LookPath("staticcheck"); err == nil {
+		return sh.RunV(path, pats...)
+	}
+	args := append([]string{"run", "honnef.co/go/tools/cmd/staticcheck@" + staticcheckVersion}, pats...)
+	return goCmd(args...)
+}
+
+// Test runs go vet and the race-enabled tests of every module, then the C
+// tests once the C ABI exists.
+func Test() error {
+	pats, err := packagePatterns()
+	if err != nil {
+		return err
+	}
+	if err := goCmd(append([]string{"vet"}, pats...)...); err != nil {
+		return err
+	}
+	args := append([]string{"test", "-race", "-count=1", "-timeout=20m"}, pats...)
+	if err := goCmd(args...); err != nil {
+		return err
+	}
+	if _, err := os.Stat("capi/test/run.sh"); err == nil {
+		return sh.RunV("bash", "capi/test/run.sh")
+	}
+	return nil
+}
+
+// Bench runs the Go benchmarks of every module, then the workload program.
+func Bench() error {
+	pats, err := packagePatterns()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"test", "-run=^$", "-bench=.", "-benchmem"}, pats...)
+	if err := goCmd(args...); err != nil {
+		return err
+	}
+	if !hasMain("bench") {
+		return errors.New("bench: the W1..W8 workload program is not built yet (see the bench issue)")
+	}
+	return goCmd("run", "./bench")
+}
+
+// Demo runs the demonstration program in examples/demo.
+func Demo() error {
+	if !hasMain("examples/demo") {
+		return errors.New("demo: not built yet (examples/demo is missing)")
+	}
+	return goCmd("run", "./examples/demo")
+}
+
+// Tidy runs `go mod tidy` offline in every module and `go work sync`.
+func Tidy() error {
+	dirs, err := modules()
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		cmd := exec.Command("go", "mod", "tidy")
+		cmd.Dir = d
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go mod tidy in %s: %v\n%s", d, err, stderr.String())
+		}
+	}
+	return goCmd("work", "sync")
+}
+
+// hasMain reports whether dir holds a Go file of package main.
+func hasMain(dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && bytes.Contains(b, []byte("\npackage main\n")) {
+			return true
+		}
+	}
+	return false
+}

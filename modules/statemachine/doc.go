@@ -1,0 +1,2 @@
+// Package statemachine keeps the idle/searching accounting of faio-go's workers.
+package statemachine

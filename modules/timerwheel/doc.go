@@ -1,0 +1,2 @@
+// Package timerwheel is a hierarchical hashed timer wheel.
+package timerwheel
