@@ -136,9 +136,9 @@
 // Counting errors are bugs in the caller and would silently stall the
 // runtime, so they panic with a message starting "statemachine:", as
 // sync.WaitGroup does for a negative counter: TransitionFromSearching or
-// SetSleeping(id, true) with no searcher counted, SetSleeping with no
-// working worker counted, and SetSleeping for a worker that is already
-// listed or was notified and has not called CancelSleeping yet. A panic
+// SetSleeping(id, true) with no searcher counted, and SetSleeping for a
+// worker that is already listed or was notified and has not called
+// CancelSleeping yet. A panic
 // leaves the state as it was. Worker ids outside [0, Workers()) are not
 // panics: such an id is never listed, IsSleeping and CancelSleeping report
 // false, and SetSleeping only leaves searching; CheckID reports them as

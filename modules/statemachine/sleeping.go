@@ -14,8 +14,8 @@ package statemachine
 // working, and SetSleeping only does what TransitionFromSearching would if
 // wasSearching, so the searching count cannot leak. It panics, leaving the
 // state unchanged, if id is already listed or was notified and has not
-// called CancelSleeping since, if no worker is counted working, or if
-// wasSearching and no worker is counted searching.
+// called CancelSleeping since, or if wasSearching and no worker is counted
+// searching.
 func (s *StateMachine) SetSleeping(id int, wasSearching bool) (wasLastSearcher bool) {
 	if !s.valid(id) {
 		if wasSearching {
@@ -37,10 +37,9 @@ func (s *StateMachine) SetSleeping(id int, wasSearching bool) (wasLastSearcher b
 		panic("statemachine: SetSleeping for a notified worker that has not called CancelSleeping")
 	}
 	for {
+		// id is not listed, so working >= 1 and the decrement cannot
+		// borrow; only the caller's wasSearching can be wrong.
 		old := s.load()
-		if old.working() == 0 {
-			panic("statemachine: SetSleeping with no working worker")
-		}
 		if wasSearching && old.searching() == 0 {
 			panic("statemachine: SetSleeping(id, true) with no searching worker")
 		}
