@@ -1,3 +1,8 @@
 module github.com/faio-go/faio/modules/uring
 
-go 1.25.0
+go 1.26.0
+
+require (
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.49.0
+)

@@ -1,0 +1,88 @@
+package uring
+
+import "unsafe"
+
+// PrepAccept prepares accept4(fd, addr, addrLen, flags); the result is the
+// new socket. addr and addrLen may both be nil; otherwise set *addrLen to
+// the size of *addr (unix.SizeofSockaddrAny) and keep both referenced until
+// the CQE, when they hold the peer address (see AddrPortFromSockaddr).
+// flags takes unix.SOCK_CLOEXEC and unix.SOCK_NONBLOCK.
+func (s *SQE) PrepAccept(fd int, addr *RawSockaddrAny, addrLen *uint32, flags int) {
+	escapeToHeap(unsafe.Pointer(addrLen))
+	s.prepPtr(OpAccept, fd, unsafe.Pointer(addr), 0, uint64(uintptr(unsafe.Pointer(addrLen))))
+	s.OpFlags = uint32(flags)
+}
+
+// PrepAcceptMultishot prepares an accept that stays armed and posts one CQE
+// per connection, each with CQE.More set while it remains armed (kernel
+// 5.19+). A CQE without More ends it (an error, or AsyncCancel). Every
+// completion writes the same addr, so pass nil unless connections are
+// reaped one at a time.
+func (s *SQE) PrepAcceptMultishot(fd int, addr *RawSockaddrAny, addrLen *uint32, flags int) {
+	s.PrepAccept(fd, addr, addrLen, flags)
+	s.IoPrio |= acceptMultishot
+}
+
+// PrepConnect prepares connect(fd, addr, addrLen). Build addr with
+// SockaddrFromAddrPort and keep it referenced until the CQE.
+func (s *SQE) PrepConnect(fd int, addr *RawSockaddrAny, addrLen uint32) {
+	s.prepPtr(OpConnect, fd, unsafe.Pointer(addr), 0, uint64(addrLen))
+}
+
+// PrepSend prepares send(fd, b, flags); flags are MSG_* (unix.MSG_NOSIGNAL
+// is wise on sockets that may be closed by the peer). Keep b referenced and
+// unchanged until the CQE; the result is the byte count sent.
+func (s *SQE) PrepSend(fd int, b []byte, flags int) {
+	p, n := bufAddr(b)
+	s.prepPtr(OpSend, fd, p, n, 0)
+	s.OpFlags = uint32(flags)
+}
+
+// PrepRecv prepares recv(fd, b, flags). Keep b referenced until the CQE; the
+// result is the byte count received, 0 when the peer has shut down.
+func (s *SQE) PrepRecv(fd int, b []byte, flags int) {
+	p, n := bufAddr(b)
+	s.prepPtr(OpRecv, fd, p, n, 0)
+	s.OpFlags = uint32(flags)
+}
+
+// PrepRecvMultishot prepares a receive that stays armed and posts one CQE per
+// chunk of data, each landing in a buffer the kernel picks from group
+// (provided with PrepProvideBuffers); CQE.BufferID names it and CQE.More says
+// the request is still armed (kernel 6.0+). It ends with a CQE without More:
+// end of stream (Res 0), an error, or ENOBUFS when the group ran dry.
+func (s *SQE) PrepRecvMultishot(fd int, group uint16, flags int) {
+	s.prep(OpRecv, fd, 0, 0, 0)
+	s.OpFlags = uint32(flags)
+	s.IoPrio = recvMultishot
+	s.Flags = SQEBufferSelect
+	s.BufIndex = group
+}
+
+// PrepProvideBuffers hands len(bufs)/size buffers of size bytes, carved from
+// bufs in order, to buffer group group with IDs startID, startID+1, ... A
+// request with SQEBufferSelect consumes one per completion; provide it
+// again once its data has been used. bufs must stay referenced until the
+// group is removed (PrepRemoveBuffers) or the ring is closed. It panics if
+// size is not positive, like a division by zero.
+func (s *SQE) PrepProvideBuffers(bufs []byte, size int, group, startID uint16) {
+	if size <= 0 {
+		panic("uring: PrepProvideBuffers with non-positive buffer size")
+	}
+	nbufs := len(bufs) / size
+	s.prepPtr(OpProvideBuffers, nbufs, unsafe.Pointer(unsafe.SliceData(bufs)), uint32(min(size, maxRW)), uint64(startID))
+	s.BufIndex = group
+}
+
+// PrepRemoveBuffers removes up to nbufs unused buffers from group; the result
+// is the number removed.
+func (s *SQE) PrepRemoveBuffers(nbufs int, group uint16) {
+	s.prep(OpRemoveBuffers, nbufs, 0, 0, 0)
+	s.BufIndex = group
+}
+
+// PrepShutdown prepares shutdown(fd, how), how being unix.SHUT_RD, SHUT_WR or
+// SHUT_RDWR.
+func (s *SQE) PrepShutdown(fd int, how int) {
+	s.prep(OpShutdown, fd, 0, uint32(how), 0)
+}

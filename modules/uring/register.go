@@ -1,0 +1,126 @@
+package uring
+
+import (
+	"errors"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// register calls io_uring_register, retrying when a signal interrupts it
+// (some registrations wait for the ring to go idle).
+func (r *Ring) register(name string, opcode uintptr, arg unsafe.Pointer, nr uint32) (int, error) {
+	if r.closed {
+		return 0, ErrClosed
+	}
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), opcode, uintptr(arg), uintptr(nr), 0, 0)
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		default:
+			return 0, sysError("io_uring_register("+name+")", errno)
+		}
+	}
+}
+
+// RegisterEventFd makes the kernel signal eventfd fd on every posted CQE, so
+// a ring can be waited on with poll/epoll or from another thread.
+func (r *Ring) RegisterEventFd(fd int) error {
+	r.regArg = int32(fd)
+	_, err := r.register("eventfd", registerEventFd, unsafe.Pointer(&r.regArg), 1)
+	return err
+}
+
+// RegisterEventFdAsync is RegisterEventFd, but only completions that
+// finished asynchronously (not inline during submission) signal fd.
+func (r *Ring) RegisterEventFdAsync(fd int) error {
+	r.regArg = int32(fd)
+	_, err := r.register("eventfd_async", registerEventFdAsync, unsafe.Pointer(&r.regArg), 1)
+	return err
+}
+
+// UnregisterEventFd removes the registered eventfd.
+func (r *Ring) UnregisterEventFd() error {
+	_, err := r.register("unregister_eventfd", unregisterEventFd, nil, 0)
+	return err
+}
+
+var errNoFiles = errors.New("uring: RegisterFiles needs at least one descriptor (-1 for an empty slot)")
+
+// RegisterFiles registers fds as the ring's fixed file table: an SQE with
+// SQEFixedFile then names fds[i] by Fd = i, saving a file lookup per
+// request. Entries of -1 are empty slots for RegisterFilesUpdate. The kernel
+// takes its own references, so fds may be closed afterwards.
+func (r *Ring) RegisterFiles(fds []int32) error {
+	if len(fds) == 0 {
+		return errNoFiles
+	}
+	_, err := r.register("files", registerFiles, unsafe.Pointer(&fds[0]), uint32(len(fds)))
+	return err
+}
+
+// filesUpdate is struct io_uring_files_update.
+type filesUpdate struct {
+	offset uint32
+	resv   uint32
+	fds    uint64
+}
+
+// RegisterFilesUpdate replaces the fixed-file slots starting at offset with
+// fds (-1 empties a slot) and returns how many were updated.
+func (r *Ring) RegisterFilesUpdate(offset uint32, fds []int32) (int, error) {
+	if len(fds) == 0 {
+		return 0, nil
+	}
+	up := filesUpdate{offset: offset, fds: uint64(uintptr(unsafe.Pointer(&fds[0])))}
+	n, err := r.register("files_update", registerFilesUpdate, unsafe.Pointer(&up), uint32(len(fds)))
+	// up holds fds' address only as an integer; the syscall has returned,
+	// but keep the slice reachable until here all the same.
+	runtime.KeepAlive(fds)
+	return n, err
+}
+
+// UnregisterFiles drops the fixed file table.
+func (r *Ring) UnregisterFiles() error {
+	_, err := r.register("unregister_files", unregisterFiles, nil, 0)
+	return err
+}
+
+var errNoBuffers = errors.New("uring: RegisterBuffers needs at least one non-empty buffer")
+
+// RegisterBuffers pins bufs in the kernel for PrepReadFixed/PrepWriteFixed,
+// which then skip mapping the pages on every request. The ring keeps bufs
+// reachable until UnregisterBuffers or Close, so they are neither freed nor
+// reused while the kernel holds them; the caller must not reslice them into
+// other uses either. Locked memory counts against RLIMIT_MEMLOCK.
+func (r *Ring) RegisterBuffers(bufs [][]byte) error {
+	if len(bufs) == 0 {
+		return errNoBuffers
+	}
+	iovs := make([]unix.Iovec, len(bufs))
+	for i, b := range bufs {
+		if len(b) == 0 {
+			return errNoBuffers
+		}
+		iovs[i].Base = &b[0]
+		iovs[i].SetLen(len(b))
+	}
+	if _, err := r.register("buffers", registerBuffers, unsafe.Pointer(&iovs[0]), uint32(len(iovs))); err != nil {
+		return err
+	}
+	r.buffers = append([][]byte(nil), bufs...)
+	return nil
+}
+
+// UnregisterBuffers releases the registered buffers.
+func (r *Ring) UnregisterBuffers() error {
+	if _, err := r.register("unregister_buffers", unregisterBuffers, nil, 0); err != nil {
+		return err
+	}
+	r.buffers = nil
+	return nil
+}

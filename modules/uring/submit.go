@@ -1,0 +1,236 @@
+package uring
+
+import (
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Memory ordering with the kernel. The rings are single-producer,
+// single-consumer queues shared with the kernel, and the ABI fixes four
+// synchronisation points (the kernel side uses smp_load_acquire and
+// smp_store_release at the mirror points):
+//
+//   - SQ tail, store-release (flushSQ): the SQEs we wrote must be visible
+//     before the kernel sees the new tail and reads them.
+//   - SQ head, load-acquire (GetSQE, SQReady, flushSQ): the kernel has
+//     finished reading an SQE before we see the head move past it and
+//     overwrite the slot. With SQPOLL the kernel thread really runs
+//     concurrently; without it the head only moves inside io_uring_enter,
+//     but the same load is correct and costs nothing extra.
+//   - CQ tail, load-acquire (CQReady, peek): a CQE is fully written before
+//     we see the tail move past it.
+//   - CQ head, store-release (CQAdvance): we have finished reading a CQE
+//     before the kernel sees the head move past it and reuses the slot.
+//
+// sync/atomic operations are sequentially consistent, which is at least as
+// strong as each of these. The SQ flags word is also read atomically: with
+// SQPOLL the tail store must not be reordered after the read of
+// sqNeedWakeup, or we could miss that the poll thread went to sleep
+// (liburing needs a full barrier there; a sequentially consistent store
+// followed by a load gives it).
+
+// ErrTimeout is returned when a wait ends before enough completions arrived.
+// It unwraps to syscall.ETIME, so errors.Is(err, syscall.ETIME) also works.
+var ErrTimeout error = &Error{Op: "wait", Errno: syscall.ETIME}
+
+// internalUserData marks the timeout SQEs WaitCQE arms on kernels without
+// FeatExtArg; the reaping methods consume their CQEs silently.
+const internalUserData = ^uint64(0)
+
+// GetSQE returns the next free submission entry, zeroed, or nil when the SQ
+// is full (submit, then retry) or the ring is closed. The entry is
+// published to the kernel by the next Submit; see SQE for how long the
+// pointer stays valid.
+func (r *Ring) GetSQE() *SQE {
+	if r.closed {
+		return nil
+	}
+	sq := &r.sq
+	if sq.tail-atomic.LoadUint32(sq.khead) >= sq.entries {
+		return nil
+	}
+	sqe := &sq.sqes[sq.tail&sq.mask]
+	sq.tail++
+	*sqe = SQE{}
+	return sqe
+}
+
+// SQReady returns how many entries have been taken with GetSQE and not yet
+// consumed by the kernel (0 on a closed ring).
+func (r *Ring) SQReady() uint32 {
+	if r.closed {
+		return 0
+	}
+	return r.sq.tail - atomic.LoadUint32(r.sq.khead)
+}
+
+// SQSpace returns how many more entries GetSQE can hand out before the SQ
+// is full (0 on a closed ring).
+func (r *Ring) SQSpace() uint32 {
+	if r.closed {
+		return 0
+	}
+	return r.sq.entries - r.SQReady()
+}
+
+// flushSQ publishes the entries handed out since the last flush. It returns
+// how many entries the kernel has yet to consume and how many this call
+// published.
+func (r *Ring) flushSQ() (pending, published uint32) {
+	sq := &r.sq
+	if sq.tail != sq.pubTail {
+		published = sq.tail - sq.pubTail
+		atomic.StoreUint32(sq.ktail, sq.tail) // store-release of the SQ tail
+		sq.pubTail = sq.tail
+	}
+	return sq.tail - atomic.LoadUint32(sq.khead), published
+}
+
+// cqNeedsEnter reports whether completions may be waiting inside the kernel
+// rather than in the CQ ring: held back after an overflow, deferred task
+// work announced by SetupTaskrunFlag, or any completion of an IOPOLL ring,
+// which the kernel reaps only when asked.
+func (r *Ring) cqNeedsEnter() bool {
+	f := atomic.LoadUint32(r.sq.kflags)
+	if f&sqCQOverflow != 0 {
+		r.backlogs++
+	}
+	return r.flags&SetupIOPoll != 0 || f&(sqCQOverflow|sqTaskrun) != 0
+}
+
+func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, syscall.Errno) {
+	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
+	return int(n), errno
+}
+
+// Submit hands the prepared entries to the kernel without waiting and
+// returns how many it consumed (with SetupSQPoll: how many were published
+// for the poll thread). It makes no system call when there is nothing to
+// submit and no completion to flush. If the kernel reports lost completions
+// the count is returned together with an *OverflowError.
+func (r *Ring) Submit() (int, error) {
+	return r.submitAndWait(0, -1)
+}
+
+// SubmitAndWait submits like Submit, then blocks until at least waitNr
+// completions are ready in the CQ. Interruptions by signals are retried.
+func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
+	return r.submitAndWait(waitNr, -1)
+}
+
+// SubmitAndWaitTimeout submits like Submit, then waits up to timeout for at
+// least waitNr completions to be ready. If they are not ready in time it
+// returns the count submitted and ErrTimeout (errors.Is(err,
+// syscall.ETIME)); whatever did complete stays in the CQ. A negative timeout
+// waits forever; zero does not wait at all (ErrTimeout if fewer than waitNr
+// are ready already). Without FeatExtArg the timeout uses an internal
+// timeout SQE, which needs one free SQ slot.
+func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, timeout time.Duration) (int, error) {
+	return r.submitAndWait(waitNr, timeout)
+}
+
+func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) {
+	if r.closed {
+		return 0, ErrClosed
+	}
+	var deadline time.Time
+	if waitNr > 0 && timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	sqpoll := r.flags&SetupSQPoll != 0
+	submitted := 0
+	for {
+		block := waitNr > 0 && timeout != 0 && r.userReady() < waitNr
+		var arg unsafe.Pointer
+		var argSize uintptr
+		var flags, minComplete uint32
+		if block {
+			flags, minComplete = enterGetEvents, waitNr
+			if timeout > 0 {
+				remaining := time.Until(deadline)
+				if remaining <= 0 {
+					return submitted, r.finish(ErrTimeout)
+				}
+				if r.features&FeatExtArg != 0 {
+					r.waitTS = unix.NsecToTimespec(int64(remaining))
+					arg, argSize, flags = unsafe.Pointer(&r.waitArg), getEventsArgSize, flags|enterExtArg
+				} else if !r.armWaitTimeout(waitNr, remaining) {
+					// No SQ slot for the timeout: submit what is queued
+					// without blocking and try again.
+					flags, minComplete = 0, 0
+				}
+			}
+		} else if r.cqNeedsEnter() {
+			flags = enterGetEvents
+		}
+		pending, published := r.flushSQ()
+		toSubmit := pending
+		if sqpoll {
+			submitted += int(published)
+			toSubmit = 0
+			if pending > 0 && atomic.LoadUint32(r.sq.kflags)&sqNeedWakeup != 0 {
+				flags |= enterSQWakeup
+			}
+		}
+		if toSubmit == 0 && flags == 0 {
+			break
+		}
+		n, errno := r.enter(toSubmit, minComplete, flags, arg, argSize)
+		timedOut := false
+		switch errno {
+		case 0:
+			if !sqpoll {
+				submitted += n
+			}
+		case unix.EINTR:
+			// Go's preemption signal; nothing was lost, go round again.
+			continue
+		case unix.ETIME:
+			timedOut = true
+		case unix.EBADR:
+			// The kernel dropped completions and says so once.
+			return submitted, r.finish(&OverflowError{Dropped: r.takeDropped()})
+		default:
+			return submitted, r.finish(sysError("io_uring_enter", errno))
+		}
+		if waitNr == 0 || r.userReady() >= waitNr {
+			break
+		}
+		if timeout == 0 || timedOut {
+			return submitted, r.finish(ErrTimeout)
+		}
+		// Woken early (a signal after some entries were submitted, or a
+		// partial submission): go round with the time that is left.
+	}
+	return submitted, r.finish(nil)
+}
+
+// finish returns err, or a report of completions the kernel dropped since
+// the last report when err is nil.
+func (r *Ring) finish(err error) error {
+	if err != nil {
+		return err
+	}
+	return r.checkOverflow()
+}
+
+// armWaitTimeout queues an internal timeout SQE that completes after d or
+// once waitNr completions were posted, so that io_uring_enter wakes up
+// without FeatExtArg. The timespec lives in a slot owned by the SQE's index,
+// which the kernel has read by the time that slot is handed out again.
+func (r *Ring) armWaitTimeout(waitNr uint32, d time.Duration) bool {
+	sqe := r.GetSQE()
+	if sqe == nil {
+		return false
+	}
+	ts := &r.timeoutTS[(r.sq.tail-1)&r.sq.mask]
+	*ts = unix.NsecToTimespec(int64(d))
+	sqe.PrepTimeout(ts, waitNr, 0)
+	sqe.UserData = internalUserData
+	r.internalPending++
+	return true
+}
