@@ -64,18 +64,22 @@
 //     sees searching == 0 and wakes somebody itself.
 //   - A sleeper calls SetSleeping first, then checks the queues once more,
 //     and only then blocks. If the re-check finds work, it calls
-//     CancelSleeping and handles it. Whenever it wakes (eventfd, timer,
-//     completion) it calls CancelSleeping; a true result means a spawner has
-//     already counted it as a searcher, so it behaves as one and calls
-//     TransitionFromSearching or SetSleeping(id, true) when it stops.
+//     CancelSleeping and handles it. When it wakes (eventfd, timer,
+//     completion) to run, it calls CancelSleeping; a true result means a
+//     spawner has already counted it as a searcher, so it behaves as one and
+//     calls TransitionFromSearching or SetSleeping(id, true) when it stops.
+//     A worker woken spuriously with nothing to do may block again without
+//     either call as long as IsSleeping(id) still holds: it is still listed,
+//     so spawners still see it as a sleeper.
 //
 // Why this is enough: take a spawner S that publishes task T and then loads
 // the counter word, and a worker W that changes the word (stops searching or
 // goes to sleep) and then re-checks the queues. Both changes to the word are
 // sequentially consistent, so one comes first. If S's load comes first, T
 // was published before W's change, and W's re-check sees T. If W's change
-// comes first, S sees it: with no searcher left and W counted as sleeping, S
-// wakes a sleeper. If S sees searching > 0 instead, the duty moves to the
+// comes first, S sees it: with no searcher left, S wakes a sleeper if there
+// is one, and if there is none every worker is awake and will come back to
+// the queues. If S sees searching > 0 instead, the duty moves to the
 // remaining searchers, and the last of them to stop repeats the argument.
 // WorkerToNotify itself never misses a sleeper that its load accounts for:
 // SetSleeping decrements the count and lists the id inside one critical
@@ -125,11 +129,12 @@
 //   - tokio finds a sleeper to unpark by a linear scan of its vector; here
 //     the sleepers are an intrusive doubly linked list indexed by worker id,
 //     so CancelSleeping is O(1) and the LIFO order survives removals.
-//   - When tokio unparks a worker by id it does not report whether a
-//     notification got there first; CancelSleeping does, because a notified
-//     worker is already counted as searching and must leave that role
-//     itself, or searching would stay above zero and no spawner would ever
-//     wake anybody again.
+//   - A woken tokio worker asks "am I still parked" and "remove me if I am"
+//     in separate calls, each under the lock. CancelSleeping answers both in
+//     one critical section: removed from the list (false), or already
+//     notified and counted as searching (true), in which case the worker must
+//     leave the searching role itself, or searching would stay above zero and
+//     no spawner would wake anybody again. IsSleeping is lock-free.
 //
 // # Misuse
 //

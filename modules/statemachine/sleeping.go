@@ -6,9 +6,8 @@ package statemachine
 //
 // After SetSleeping the caller must check every queue once more before it
 // blocks, and call CancelSleeping if it finds work; a spawner that published
-// just before SetSleeping saw this worker as working and woke nobody. The
-// caller must call CancelSleeping after every wake-up, before it may call
-// SetSleeping again.
+// just before SetSleeping saw this worker as working and woke nobody.
+// Before calling SetSleeping again, the worker must call CancelSleeping.
 //
 // An id outside [0, Workers()) is never listed: the worker stays counted
 // working, and SetSleeping only does what TransitionFromSearching would if
