@@ -72,7 +72,7 @@ const (
 	TimeoutBoottime   uint32 = 1 << 2 // measure against CLOCK_BOOTTIME
 	TimeoutRealtime   uint32 = 1 << 3 // measure against CLOCK_REALTIME
 	LinkTimeoutUpdate uint32 = 1 << 4 // PrepTimeoutRemove updates a linked timeout
-	TimeoutETimeOK    uint32 = 1 << 5 // an expired timeout completes with 0, not -ETIME
+	TimeoutETimeOK    uint32 = 1 << 5 // expiry (still -ETIME) does not fail the request: links after it run
 )
 
 // Flags for PrepAsyncCancel and PrepAsyncCancelFd.

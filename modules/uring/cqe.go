@@ -19,17 +19,17 @@ var (
 
 // Err returns nil if the request succeeded, else the syscall.Errno it failed
 // with (see ResultError). It never allocates.
-func (c *CQE) Err() error { return ResultError(c.Res) }
+func (c CQE) Err() error { return ResultError(c.Res) }
 
 // More reports whether the multishot request that posted this CQE stays
 // armed and will post more (IORING_CQE_F_MORE). When it is false the
 // request is finished and its buffers may be released.
-func (c *CQE) More() bool { return c.Flags&CQEFMore != 0 }
+func (c CQE) More() bool { return c.Flags&CQEFMore != 0 }
 
 // BufferID returns the ID of the provided buffer the kernel filled, for
 // requests prepared with SQEBufferSelect (PrepRecvMultishot). ok is false
 // when the CQE carries no buffer.
-func (c *CQE) BufferID() (id uint16, ok bool) {
+func (c CQE) BufferID() (id uint16, ok bool) {
 	if c.Flags&CQEFBuffer == 0 {
 		return 0, false
 	}

@@ -60,9 +60,8 @@ func reapN(t testing.TB, r *Ring, n int) map[uint64]CQE {
 	return got
 }
 
-// reapOne submits pending SQEs and returns the next CQE, which must carry
-// user data want.
-func reapOne(t testing.TB, r *Ring, want uint64) CQE {
+// nextCQE submits pending SQEs and returns a copy of the next CQE.
+func nextCQE(t testing.TB, r *Ring) CQE {
 	t.Helper()
 	c, err := r.WaitCQE(5 * time.Second)
 	if err != nil {
@@ -70,6 +69,14 @@ func reapOne(t testing.TB, r *Ring, want uint64) CQE {
 	}
 	got := *c
 	r.CQESeen(c)
+	return got
+}
+
+// reapOne submits pending SQEs and returns the next CQE, which must carry
+// user data want.
+func reapOne(t testing.TB, r *Ring, want uint64) CQE {
+	t.Helper()
+	got := nextCQE(t, r)
 	if got.UserData != want {
 		t.Fatalf("CQE user data = %d, want %d", got.UserData, want)
 	}

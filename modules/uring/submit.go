@@ -142,7 +142,7 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 		deadline = time.Now().Add(timeout)
 	}
 	sqpoll := r.flags&SetupSQPoll != 0
-	submitted := 0
+	submitted, armed := 0, 0
 	for {
 		block := waitNr > 0 && timeout != 0 && r.userReady() < waitNr
 		var arg unsafe.Pointer
@@ -153,15 +153,21 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 			if timeout > 0 {
 				remaining := time.Until(deadline)
 				if remaining <= 0 {
-					return submitted, r.finish(ErrTimeout)
+					return r.result(submitted, armed, ErrTimeout)
 				}
 				if r.features&FeatExtArg != 0 {
 					r.waitTS = unix.NsecToTimespec(int64(remaining))
 					arg, argSize, flags = unsafe.Pointer(&r.waitArg), getEventsArgSize, flags|enterExtArg
-				} else if !r.armWaitTimeout(waitNr, remaining) {
+				} else if r.armWaitTimeout(waitNr, remaining) {
+					armed++
+				} else {
 					// No SQ slot for the timeout: submit what is queued
-					// without blocking and try again.
+					// without blocking (with SQPOLL, wait for the poll
+					// thread to make room) and try again.
 					flags, minComplete = 0, 0
+					if sqpoll {
+						flags = enterSQWait
+					}
 				}
 			}
 		} else if r.cqNeedsEnter() {
@@ -193,29 +199,31 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 			timedOut = true
 		case unix.EBADR:
 			// The kernel dropped completions and says so once.
-			return submitted, r.finish(&OverflowError{Dropped: r.takeDropped()})
+			return r.result(submitted, armed, &OverflowError{Dropped: r.takeDropped()})
 		default:
-			return submitted, r.finish(sysError("io_uring_enter", errno))
+			return r.result(submitted, armed, sysError("io_uring_enter", errno))
 		}
 		if waitNr == 0 || r.userReady() >= waitNr {
 			break
 		}
 		if timeout == 0 || timedOut {
-			return submitted, r.finish(ErrTimeout)
+			return r.result(submitted, armed, ErrTimeout)
 		}
 		// Woken early (a signal after some entries were submitted, or a
 		// partial submission): go round with the time that is left.
 	}
-	return submitted, r.finish(nil)
+	return r.result(submitted, armed, nil)
 }
 
-// finish returns err, or a report of completions the kernel dropped since
-// the last report when err is nil.
-func (r *Ring) finish(err error) error {
+// result builds submitAndWait's results: the count without the internal
+// timeout SQEs it armed, and err, or else a report of completions the
+// kernel dropped since the last report.
+func (r *Ring) result(submitted, armed int, err error) (int, error) {
+	submitted = max(submitted-armed, 0)
 	if err != nil {
-		return err
+		return submitted, err
 	}
-	return r.checkOverflow()
+	return submitted, r.checkOverflow()
 }
 
 // armWaitTimeout queues an internal timeout SQE that completes after d or
