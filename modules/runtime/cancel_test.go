@@ -1,0 +1,492 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	goruntime "runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func goexitNow() { goruntime.Goexit() }
+
+// within fails the test if the runtime does not answer f's question by the
+// deadline: a hang is reported, not waited for.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not finish within %v", what, d)
+	}
+}
+
+func TestCancelSleepingTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	within(t, 10*time.Second, "cancel of a sleeper", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				return 0, Sleep(ctx, time.Hour)
+			})
+			if err := Sleep(ctx, 5*time.Millisecond); err != nil {
+				return 0, err
+			}
+			h.Cancel()
+			_, err := h.Join(ctx)
+			if !errors.Is(err, context.Canceled) {
+				return 0, errors.New("sleeper returned " + errString(err))
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestCancelYieldingTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	within(t, 10*time.Second, "cancel of a yielder", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				for n := 0; ; n++ {
+					if err := Yield(ctx); err != nil {
+						return n, err
+					}
+				}
+			})
+			for i := 0; i < 10; i++ {
+				if err := Yield(ctx); err != nil {
+					return 0, err
+				}
+			}
+			h.Cancel()
+			n, err := h.Join(ctx)
+			if !errors.Is(err, context.Canceled) || n == 0 {
+				return 0, errors.New("yielder: " + errString(err))
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// A task suspended on a primitive that never wakes it is resumed by the
+// cancellation of its context, and the primitive's Waker is dead after.
+func TestCancelSuspendedTaskKillsWaker(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	var parked atomic.Pointer[Waker]
+	within(t, 10*time.Second, "cancel of a suspended task", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				return 0, Suspend(ctx, func(w Waker) bool {
+					parked.Store(&w)
+					return true
+				})
+			})
+			for parked.Load() == nil {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			h.Cancel()
+			if _, err := h.Join(ctx); !errors.Is(err, context.Canceled) {
+				return 0, errors.New("suspended task: " + errString(err))
+			}
+			if parked.Load().Wake() {
+				return 0, errors.New("Wake of a cancelled waiter returned true")
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestDeadlineFromContextWithTimeout(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	within(t, 10*time.Second, "deadline", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			ctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err := Sleep(ctx, time.Hour)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return 0, errors.New("Sleep past deadline = " + errString(err))
+			}
+			if el := time.Since(start); el < 20*time.Millisecond {
+				return 0, errors.New("deadline fired early: " + el.String())
+			}
+			if dl, ok := ctx.Deadline(); !ok || dl.IsZero() {
+				return 0, errors.New("no deadline on derived ctx")
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestParentCancellationReachesChildren(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	within(t, 10*time.Second, "subtree cancel", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			var started atomic.Int32
+			parent := Spawn(ctx, func(ctx context.Context) (int, error) {
+				var hs []*JoinHandle[int]
+				for i := 0; i < 10; i++ {
+					hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+						started.Add(1)
+						return 0, Sleep(ctx, time.Hour)
+					}))
+				}
+				// The parent returns while its children sleep: they stay
+				// in its subtree.
+				return len(hs), nil
+			})
+			if _, err := parent.Join(ctx); err != nil {
+				return 0, err
+			}
+			for started.Load() < 10 {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			parent.Cancel()
+			return 0, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// context.WithCancel on a task attaches through Task.AfterFunc (no
+// goroutine), and cancelling the task cancels the derived context.
+func TestDerivedContextFollowsTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		h := Spawn(ctx, func(ctx context.Context) (int, error) {
+			inner, cancel := context.WithCancel(ctx)
+			defer cancel()
+			return 0, Suspend(inner, func(Waker) bool { return true })
+		})
+		if err := Yield(ctx); err != nil {
+			return 0, err
+		}
+		h.Cancel()
+		if _, err := h.Join(ctx); !errors.Is(err, context.Canceled) {
+			return 0, errors.New("derived ctx wait: " + errString(err))
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseCancelsSleepersAndBlockOnReturnsErrClosed(t *testing.T) {
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sleepErrs atomic.Int32
+	started := make(chan struct{})
+	res := make(chan error, 1)
+	go func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			for i := 0; i < 100; i++ {
+				Spawn(ctx, func(ctx context.Context) (int, error) {
+					if err := Sleep(ctx, time.Hour); errors.Is(err, context.Canceled) {
+						sleepErrs.Add(1)
+					}
+					return 0, nil
+				})
+			}
+			close(started)
+			return 0, Sleep(ctx, time.Hour)
+		})
+		res <- err
+	}()
+	<-started
+	within(t, 10*time.Second, "Close with sleepers", func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := <-res; !errors.Is(err, ErrClosed) {
+		t.Fatalf("BlockOn during Close = %v, want ErrClosed", err)
+	}
+	if n := sleepErrs.Load(); n != 100 {
+		t.Fatalf("%d of 100 sleepers saw context.Canceled", n)
+	}
+}
+
+// A Waker woken from a plain goroutine resumes a task, and Suspend called
+// from a plain goroutine blocks it until woken or cancelled.
+func TestSuspendFromGoroutine(t *testing.T) {
+	var w atomic.Pointer[Waker]
+	done := make(chan error)
+	go func() {
+		done <- Suspend(context.Background(), func(wk Waker) bool { w.Store(&wk); return true })
+	}()
+	for w.Load() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	if !w.Load().Wake() {
+		t.Fatal("Wake returned false for a waiting goroutine")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if w.Load().Wake() {
+		t.Fatal("second Wake returned true")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	w.Store(nil)
+	go func() { done <- Suspend(ctx, func(wk Waker) bool { w.Store(&wk); return true }) }()
+	for w.Load() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Suspend = %v", err)
+	}
+	if w.Load().Wake() {
+		t.Fatal("Wake after cancellation returned true")
+	}
+	if err := Suspend(context.Background(), func(Waker) bool { return false }); err != nil {
+		t.Fatalf("register returning false: %v", err)
+	}
+}
+
+// Wake races cancellation from many goroutines: exactly one of them wins
+// each suspension, and a waiter woken by Wake always sees nil.
+func TestStressWakeVersusCancel(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	const n = 2000
+	var woken, cancelled, wakeTrue atomic.Int64
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		for i := 0; i < n; i++ {
+			var wp atomic.Pointer[Waker]
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				err := Suspend(ctx, func(w Waker) bool { wp.Store(&w); return true })
+				if err == nil {
+					woken.Add(1)
+				} else {
+					cancelled.Add(1)
+				}
+				return 0, nil
+			})
+			go func() {
+				for wp.Load() == nil {
+					goruntime.Gosched()
+				}
+				if wp.Load().Wake() {
+					wakeTrue.Add(1)
+				}
+			}()
+			go func() {
+				for wp.Load() == nil {
+					goruntime.Gosched()
+				}
+				h.Cancel()
+			}()
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if woken.Load()+cancelled.Load() != n {
+		t.Fatalf("woken %d + cancelled %d != %d", woken.Load(), cancelled.Load(), n)
+	}
+	if woken.Load() != wakeTrue.Load() {
+		t.Fatalf("Wake returned true %d times but %d waiters saw success", wakeTrue.Load(), woken.Load())
+	}
+}
+
+func TestCoopBudgetYields(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	within(t, 10*time.Second, "budget", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			var flag atomic.Bool
+			spinner := Spawn(ctx, func(ctx context.Context) (int, error) {
+				n := 0
+				for !flag.Load() {
+					if err := Consume(ctx); err != nil {
+						return n, err
+					}
+					n++
+				}
+				return n, nil
+			})
+			setter := Spawn(ctx, func(ctx context.Context) (int, error) {
+				flag.Store(true)
+				return 0, nil
+			})
+			if _, err := setter.Join(ctx); err != nil {
+				return 0, err
+			}
+			_, err := spinner.Join(ctx)
+			return 0, err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// A task that blocks its worker with a plain Go call does not stall the
+// tasks queued behind it: the watchdog reports the stall and another worker
+// steals them.
+func TestWatchdogRescuesQueuedTasks(t *testing.T) {
+	var stalls atomic.Int32
+	rt := newRuntime(t, Config{Workers: 2, StallThreshold: 5 * time.Millisecond, OnStall: func(StallInfo) { stalls.Add(1) }})
+	within(t, 20*time.Second, "stalled worker", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			const n = 50
+			var ran atomic.Int32
+			all := make(chan struct{})
+			for i := 0; i < n; i++ {
+				Spawn(ctx, func(ctx context.Context) (int, error) {
+					if ran.Add(1) == n {
+						close(all)
+					}
+					return 0, nil
+				})
+			}
+			// Block this worker in plain Go until the queued tasks ran:
+			// they can only run elsewhere.
+			select {
+			case <-all:
+			case <-time.After(15 * time.Second):
+				return 0, errors.New("queued tasks never ran while their worker was blocked")
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestSleepNeverEarlyAndP99Lateness(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	const n = 10000
+	late := make([]time.Duration, n)
+	var early atomic.Int32
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		for i := 0; i < n; i++ {
+			d := time.Duration(1+i%50) * time.Millisecond
+			Spawn(ctx, func(ctx context.Context) (int, error) {
+				start := time.Now()
+				if err := Sleep(ctx, d); err != nil {
+					return 0, err
+				}
+				el := time.Since(start)
+				if el < d {
+					early.Add(1)
+				}
+				late[i] = el - d
+				return 0, nil
+			})
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early.Load() != 0 {
+		t.Fatalf("%d sleeps woke early", early.Load())
+	}
+	p99 := percentile(late, 0.99)
+	t.Logf("sleep lateness p99 = %v", p99)
+	if p99 > 5*time.Millisecond {
+		t.Fatalf("p99 lateness %v > 5ms", p99)
+	}
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[int(float64(len(s)-1)*p)]
+}
+
+func TestIntervalMissedTicks(t *testing.T) {
+	base := time.Now()
+	for _, tc := range []struct {
+		missed MissedTickBehavior
+		want   time.Duration // next tick after a tick at base, observed at base+35ms, period 10ms
+	}{
+		{Burst, 10 * time.Millisecond},
+		{Skip, 40 * time.Millisecond},
+	} {
+		iv, err := NewInterval(10*time.Millisecond, tc.missed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iv.next = base.Add(-35 * time.Millisecond)
+		tick, err := iv.Tick(context.Background())
+		if err != nil || !tick.Equal(base.Add(-35*time.Millisecond)) {
+			t.Fatalf("%v: tick = %v, %v", tc.missed, tick, err)
+		}
+		if got := iv.next.Sub(base.Add(-35 * time.Millisecond)); got != tc.want {
+			t.Errorf("%v: next tick %v after the late one, want %v", tc.missed, got, tc.want)
+		}
+	}
+	iv, _ := NewInterval(10*time.Millisecond, Delay)
+	iv.next = base.Add(-35 * time.Millisecond)
+	if _, err := iv.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Until(iv.next); d < 5*time.Millisecond || d > 10*time.Millisecond {
+		t.Errorf("Delay: next tick in %v, want about one period from now", d)
+	}
+	if _, err := NewInterval(0, Burst); !errors.Is(err, ErrPeriod) {
+		t.Errorf("NewInterval(0) = %v", err)
+	}
+}
+
+func TestIntervalTicksInTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		iv, err := NewInterval(2*time.Millisecond, Burst)
+		if err != nil {
+			return 0, err
+		}
+		var last time.Time
+		for i := 0; i < 5; i++ {
+			tick, err := iv.Tick(ctx)
+			if err != nil {
+				return 0, err
+			}
+			if i > 0 && tick.Sub(last) != 2*time.Millisecond {
+				return 0, errors.New("ticks not one period apart")
+			}
+			if time.Now().Before(tick) {
+				return 0, errors.New("tick returned early")
+			}
+			last = tick
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

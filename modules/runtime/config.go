@@ -1,0 +1,136 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"time"
+)
+
+// PanicPolicy says what happens when a task panics.
+type PanicPolicy int
+
+const (
+	// PanicReturn recovers the panic: the task's JoinHandle.Join returns a
+	// *PanicError carrying the value and stack, and the runtime and the
+	// other tasks keep running. It is the default.
+	PanicReturn PanicPolicy = iota
+	// PanicCrash lets the panic propagate out of the worker, which ends the
+	// process as an unrecovered panic in a goroutine does.
+	PanicCrash
+)
+
+// Defaults used for the zero fields of Config.
+const (
+	DefaultLocalQueueCapacity  = 256
+	DefaultGlobalQueueInterval = 61
+	DefaultIOInterval          = 61
+	DefaultRingEntries         = 1024
+	DefaultTimerResolution     = time.Millisecond
+	DefaultStallThreshold      = 10 * time.Millisecond
+	maxWorkers                 = 1024
+	maxLocalQueueCapacity      = 1 << 16
+	maxRingEntries             = 32768
+)
+
+// Config configures a Runtime. Its zero value means sensible defaults; New
+// validates it once and reports every invalid field in its error.
+type Config struct {
+	// Workers is the number of worker goroutines (default GOMAXPROCS).
+	Workers int
+	// LocalQueueCapacity is the capacity of each worker's run queue, a
+	// power of two (default 256).
+	LocalQueueCapacity int
+	// GlobalQueueInterval: every this many ticks a worker takes its next
+	// task from the global queue first, so the global queue cannot starve
+	// (default 61).
+	GlobalQueueInterval int
+	// IOInterval: every this many ticks a busy worker reaps its ring and
+	// fires due timers without waiting (default 61).
+	IOInterval int
+	// RingEntries is the submission queue size of each worker's io_uring
+	// (default 1024; rounded up to a power of two by the kernel).
+	RingEntries int
+	// TimerResolution is the granularity of every worker's timer wheel
+	// (default 1 ms). Sleeps fire no earlier than asked and at most about
+	// one resolution step late on an idle machine.
+	TimerResolution time.Duration
+	// PanicPolicy says what a panicking task does (default PanicReturn).
+	PanicPolicy PanicPolicy
+	// StallThreshold is how long a worker may run one task without coming
+	// back to its loop while other tasks wait in its queue before the
+	// watchdog counts a stall, reports it to OnStall and wakes a sleeping
+	// worker to steal the waiting tasks (default 10 ms; negative disables
+	// the watchdog).
+	StallThreshold time.Duration
+	// OnStall, if set, is called from the watchdog goroutine for every
+	// stall it detects. It must not block.
+	OnStall func(StallInfo)
+}
+
+// StallInfo describes a worker that kept one task running past
+// Config.StallThreshold while other tasks were waiting for it.
+type StallInfo struct {
+	Worker  int           // the stalled worker
+	TaskID  uint64        // the task it was running
+	Running time.Duration // how long that task had been running
+	Waiting int           // tasks waiting in the worker's queues
+}
+
+// ErrInvalidConfig is wrapped by every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("runtime: invalid config")
+
+// withDefaults returns c with every zero field set to its default and an
+// error naming every field that is out of range.
+func (c Config) withDefaults() (Config, error) {
+	if c.Workers == 0 {
+		c.Workers = goruntime.GOMAXPROCS(0)
+	}
+	if c.LocalQueueCapacity == 0 {
+		c.LocalQueueCapacity = DefaultLocalQueueCapacity
+	}
+	if c.GlobalQueueInterval == 0 {
+		c.GlobalQueueInterval = DefaultGlobalQueueInterval
+	}
+	if c.IOInterval == 0 {
+		c.IOInterval = DefaultIOInterval
+	}
+	if c.RingEntries == 0 {
+		c.RingEntries = DefaultRingEntries
+	}
+	if c.TimerResolution == 0 {
+		c.TimerResolution = DefaultTimerResolution
+	}
+	if c.StallThreshold == 0 {
+		c.StallThreshold = DefaultStallThreshold
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf(format, args...))
+	}
+	if c.Workers < 1 || c.Workers > maxWorkers {
+		bad("Workers = %d, want 1..%d", c.Workers, maxWorkers)
+	}
+	if q := c.LocalQueueCapacity; q < 2 || q > maxLocalQueueCapacity || q&(q-1) != 0 {
+		bad("LocalQueueCapacity = %d, want a power of two in 2..%d", q, maxLocalQueueCapacity)
+	}
+	if c.GlobalQueueInterval < 1 {
+		bad("GlobalQueueInterval = %d, want >= 1", c.GlobalQueueInterval)
+	}
+	if c.IOInterval < 1 {
+		bad("IOInterval = %d, want >= 1", c.IOInterval)
+	}
+	if c.RingEntries < 8 || c.RingEntries > maxRingEntries {
+		bad("RingEntries = %d, want 8..%d", c.RingEntries, maxRingEntries)
+	}
+	if c.TimerResolution < 0 || c.TimerResolution > time.Second {
+		bad("TimerResolution = %v, want 0 (default) or up to 1s", c.TimerResolution)
+	}
+	if c.PanicPolicy != PanicReturn && c.PanicPolicy != PanicCrash {
+		bad("PanicPolicy = %d, want PanicReturn or PanicCrash", c.PanicPolicy)
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return c, nil
+}

@@ -1,0 +1,24 @@
+package runtime
+
+import "context"
+
+// CoopBudget is how many operations a task may complete without suspending
+// (a free lock, a ready channel, a finished I/O) between two visits to its
+// worker's loop. tokio uses the same number.
+const CoopBudget = 128
+
+// Consume charges one unit of the calling task's cooperative budget. faio
+// primitives call it on every operation that completes without suspending;
+// when the budget is spent, Consume yields the task (as Yield does), so a
+// task looping on always-ready operations cannot starve the other tasks of
+// its worker. The budget refills whenever the task is resumed. Outside a
+// task Consume does nothing. It returns ctx.Err().
+func Consume(ctx context.Context) error {
+	if t := taskFor(ctx); t != nil {
+		t.budget++
+		if t.budget >= CoopBudget {
+			return Yield(ctx)
+		}
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,160 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/faio-go/faio/modules/uring"
+	"golang.org/x/sys/unix"
+)
+
+// ioEngine is a worker's io_uring: the place the worker sleeps, the target
+// of its wake-ups (a read kept pending on an eventfd) and, for file and
+// network I/O, the ring its tasks' operations run on.
+type ioEngine struct {
+	w    *worker
+	ring *uring.Ring
+	efd  int
+	// efdBuf receives the eventfd counter. It lives in the worker's heap
+	// object, referenced for the ring's whole life, so the kernel's write
+	// into it is always into live, unmoving memory.
+	efdBuf   [8]byte
+	efdArmed bool
+	// efdMu orders wake (any goroutine) against close: a wake that comes
+	// late, after Close, must not write to a closed (maybe reused) fd.
+	efdMu  sync.RWMutex
+	reapFn func(*uring.CQE)
+	reaped int
+}
+
+// User data of the eventfd read; operation records use other values.
+const wakeUserData = 1
+
+func newIOEngine(w *worker, entries int) (*ioEngine, error) {
+	ring, err := uring.New(uint32(entries), nil)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: worker %d: %w", w.id, err)
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		ring.Close()
+		return nil, fmt.Errorf("runtime: worker %d: eventfd: %w", w.id, err)
+	}
+	e := &ioEngine{w: w, ring: ring, efd: efd}
+	e.reapFn = e.complete
+	if err := e.armWake(); err != nil {
+		e.close()
+		return nil, err
+	}
+	if _, err := ring.Submit(); err != nil {
+		e.close()
+		return nil, fmt.Errorf("runtime: worker %d: submit: %w", w.id, err)
+	}
+	return e, nil
+}
+
+// armWake queues a read of the eventfd: a wake() completes it, which ends
+// the worker's io_uring_enter.
+func (e *ioEngine) armWake() error {
+	sqe := e.ring.GetSQE()
+	if sqe == nil {
+		if _, err := e.ring.Submit(); err != nil {
+			return err
+		}
+		if sqe = e.ring.GetSQE(); sqe == nil {
+			return errors.New("runtime: submission queue full")
+		}
+	}
+	sqe.PrepRead(e.efd, e.efdBuf[:], 0)
+	sqe.SetUserData(wakeUserData)
+	e.efdArmed = true
+	return nil
+}
+
+// wake interrupts the worker's sleep; safe from any goroutine.
+func (e *ioEngine) wake() {
+	e.efdMu.RLock()
+	defer e.efdMu.RUnlock()
+	if e.efd < 0 {
+		return
+	}
+	one := uint64(1)
+	b := (*[8]byte)(unsafe.Pointer(&one))[:]
+	for {
+		_, err := unix.Write(e.efd, b)
+		if err != syscall.EINTR {
+			// EAGAIN means the counter is already huge: a wake is
+			// pending anyway.
+			return
+		}
+	}
+}
+
+// reap handles every ready completion without blocking and returns how many
+// tasks they made runnable.
+func (e *ioEngine) reap() int {
+	if e.ring.CQReady() == 0 && e.ring.SQReady() == 0 {
+		return 0
+	}
+	e.reaped = 0
+	e.ring.ForEachCQE(e.reapFn)
+	if !e.efdArmed {
+		// Re-arm failures leave efdArmed false; the next reap retries.
+		_ = e.armWake()
+	}
+	if e.ring.SQReady() > 0 {
+		n, _ := e.ring.Submit()
+		e.w.stats.ioSubmitted.Add(uint64(n))
+	}
+	return e.reaped
+}
+
+func (e *ioEngine) complete(c *uring.CQE) {
+	e.w.stats.ioCompleted.Add(1)
+	if c.UserData == wakeUserData {
+		e.efdArmed = false
+		return
+	}
+}
+
+// wait sleeps in io_uring_enter until a completion arrives or timeout
+// passes (timeout < 0: no limit), then reaps.
+func (e *ioEngine) wait(timeout time.Duration) {
+	if !e.efdArmed {
+		_ = e.armWake()
+	}
+	if e.ring.CQReady() == 0 {
+		_, err := e.ring.SubmitAndWaitTimeout(1, timeout)
+		if err != nil && !errors.Is(err, syscall.ETIME) && !errors.Is(err, syscall.EINTR) {
+			e.w.rt.reportIOError(err)
+		}
+	}
+	e.reap()
+}
+
+// quiesce completes the pending eventfd read, so the kernel is done with
+// efdBuf before the ring closes. Called by Close once the worker has left
+// its loop.
+func (e *ioEngine) quiesce() {
+	for tries := 0; e.efdArmed && tries < 100; tries++ {
+		e.wake()
+		_, _ = e.ring.SubmitAndWaitTimeout(1, 10*time.Millisecond)
+		e.ring.ForEachCQE(e.reapFn)
+	}
+}
+
+func (e *ioEngine) close() {
+	if e.ring != nil {
+		e.ring.Close()
+	}
+	e.efdMu.Lock()
+	defer e.efdMu.Unlock()
+	if e.efd >= 0 {
+		unix.Close(e.efd)
+		e.efd = -1
+	}
+}

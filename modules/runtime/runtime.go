@@ -1,0 +1,258 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/faio-go/faio/modules/ringq"
+	"github.com/faio-go/faio/modules/statemachine"
+	"github.com/faio-go/faio/modules/timerwheel"
+)
+
+// Errors returned by the runtime.
+var (
+	// ErrClosed: the runtime is closed (or closing) and runs nothing more.
+	ErrClosed = errors.New("runtime: closed")
+	// ErrOnWorker: a call that waits for the runtime (BlockOn, WaitAll,
+	// Close) was made from one of its own tasks, where it would deadlock.
+	ErrOnWorker = errors.New("runtime: blocking call from a faio task; use Spawn and Join instead")
+	// ErrNoRuntime: Spawn was given a context that carries no faio task,
+	// so there is no runtime to spawn on (use SpawnOn).
+	ErrNoRuntime = errors.New("runtime: context carries no faio task; use SpawnOn(rt, fn) outside tasks")
+	// ErrGoexit: the task called runtime.Goexit (t.FailNow in a test, say).
+	ErrGoexit = errors.New("runtime: task called runtime.Goexit")
+)
+
+// Runtime is a pool of workers running faio tasks. Create it with New and
+// release it with Close.
+type Runtime struct {
+	cfg     Config
+	workers []*worker
+	global  *ringq.GlobalQueue[*Task]
+	sm      *statemachine.StateMachine
+	start   time.Time
+
+	root    *Task // parent of every task spawned from outside
+	nextID  atomic.Uint64
+	live    atomic.Int64 // tasks spawned and not yet finished
+	idle    chan struct{}
+	idleMu  sync.Mutex
+	closing atomic.Bool // Close has begun: no new tasks
+	// shutdown tells the workers to leave their loops (after every task
+	// has finished).
+	shutdown  atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	workerWG  sync.WaitGroup
+
+	spawnedOutside atomic.Uint64
+	completed      atomic.Uint64
+	ioErrors       atomic.Uint64
+	watchdog       *watchdog
+}
+
+// New starts a runtime configured by cfg (the zero Config means defaults).
+// It fails with an error wrapping ErrInvalidConfig for a bad Config, and
+// with the kernel's reason when io_uring is missing or disabled.
+func New(cfg Config) (*Runtime, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sm, err := statemachine.New(cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{
+		cfg:    cfg,
+		global: ringq.NewGlobalQueue[*Task](),
+		sm:     sm,
+		start:  time.Now(),
+	}
+	rt.root = &Task{rt: rt, parent: context.Background()}
+	for i := 0; i < cfg.Workers; i++ {
+		w, err := rt.newWorker(i)
+		if err != nil {
+			for _, w := range rt.workers {
+				w.io.close()
+			}
+			return nil, err
+		}
+		rt.workers = append(rt.workers, w)
+	}
+	for _, w := range rt.workers {
+		rt.workerWG.Add(1)
+		go func() {
+			defer rt.workerWG.Done()
+			w.loop()
+		}()
+	}
+	if cfg.StallThreshold > 0 {
+		rt.watchdog = startWatchdog(rt)
+	}
+	return rt, nil
+}
+
+func (rt *Runtime) newWorker(id int) (*worker, error) {
+	local, err := ringq.NewLocalQueue[*Task](rt.cfg.LocalQueueCapacity)
+	if err != nil {
+		return nil, err
+	}
+	wheel, err := timerwheel.New[Waker](timerwheel.Config{Resolution: rt.cfg.TimerResolution})
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{id: id, rt: rt, local: local, wheel: wheel, stopped: make(chan struct{})}
+	w.fireFn = w.fireTimer
+	w.io, err = newIOEngine(w, rt.cfg.RingEntries)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Workers returns the number of workers.
+func (rt *Runtime) Workers() int { return len(rt.workers) }
+
+// now is the time on the workers' timer wheels: time since New.
+func (rt *Runtime) now() time.Duration { return time.Since(rt.start) }
+
+// enqueue makes t runnable from any goroutine: it goes to the inbox of the
+// worker it last ran on (its timers, ring and cache are there), which is
+// woken if asleep.
+func (rt *Runtime) enqueue(t *Task) {
+	w := t.worker
+	w.inbox.push(t)
+	// Dekker pairing with park: it stores parked and then checks the
+	// inbox; we push and then load parked.
+	if w.parked.Load() {
+		w.unpark()
+	}
+}
+
+// submit queues a new task from outside the workers and wakes one.
+func (rt *Runtime) submit(t *Task) error {
+	if err := rt.global.Push(t); err != nil {
+		return ErrClosed
+	}
+	rt.notifyOne()
+	return nil
+}
+
+// notifyOne wakes a sleeping worker if nobody is searching for work.
+func (rt *Runtime) notifyOne() {
+	if id, ok := rt.sm.WorkerToNotify(); ok {
+		rt.workers[id].unpark()
+	}
+}
+
+// newTask prepares t to run body under parent (the spawning task, or the
+// runtime's root) with ctx as its context parent. It reports false when the
+// runtime is closing.
+func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Context) bool {
+	if rt.closing.Load() {
+		return false
+	}
+	t.rt = rt
+	t.id = rt.nextID.Add(1)
+	t.body = body
+	t.parent = ctx
+	if p, ok := ctx.(*Task); !ok || p != parent {
+		t.external = true
+	}
+	t.scope = parent.scope
+	if t.scope != nil {
+		t.scope.pending.Add(1)
+	}
+	rt.live.Add(1)
+	t.link(parent)
+	if t.external && ctx.Done() != nil {
+		t.stopExt = context.AfterFunc(ctx, func() { t.cancel(ctx.Err()) })
+	}
+	if rt.closing.Load() {
+		// Close began meanwhile and may have cancelled the tree before
+		// we linked in: make sure we start cancelled.
+		t.cancel(context.Canceled)
+	}
+	return true
+}
+
+// finish retires a task whose function returned: its result is published,
+// it leaves the tree and its scope.
+func (rt *Runtime) finish(t *Task) {
+	t.complete()
+	t.finishTree()
+	rt.completed.Add(1)
+	if rt.live.Add(-1) == 0 && rt.closing.Load() {
+		rt.signalIdle()
+	}
+	// Last: the scope's end releases BlockOn, whose caller may look at
+	// Stats or Close at once.
+	if s := t.scope; s != nil {
+		s.done()
+	}
+}
+
+func (rt *Runtime) signalIdle() {
+	rt.idleMu.Lock()
+	if rt.idle != nil {
+		select {
+		case <-rt.idle:
+		default:
+			close(rt.idle)
+		}
+	}
+	rt.idleMu.Unlock()
+}
+
+// Close stops the runtime: new spawns fail with ErrClosed, every remaining
+// task is cancelled and waited for, the workers stop and their rings and
+// eventfds are closed. It is idempotent; called from one of the runtime's
+// own tasks it returns ErrOnWorker and does nothing.
+//
+// Tasks are cancelled, not killed: a task that ignores its context and
+// blocks in plain Go code holds Close until it returns.
+func (rt *Runtime) Close() error {
+	if onCoroutine() {
+		return ErrOnWorker
+	}
+	rt.closeOnce.Do(func() {
+		rt.idleMu.Lock()
+		rt.idle = make(chan struct{})
+		rt.idleMu.Unlock()
+		rt.closing.Store(true)
+		rt.root.cancel(context.Canceled)
+		if rt.live.Load() == 0 {
+			rt.signalIdle()
+		}
+		<-rt.idle
+		rt.global.Close()
+		rt.shutdown.Store(true)
+		for _, w := range rt.workers {
+			w.parked.Store(false)
+			w.io.wake()
+		}
+		rt.workerWG.Wait()
+		if rt.watchdog != nil {
+			rt.watchdog.stop()
+		}
+		for _, w := range rt.workers {
+			for _, c := range w.coros {
+				c.stop()
+			}
+			w.coros = nil
+			w.io.quiesce()
+			w.io.close()
+		}
+	})
+	return rt.closeErr
+}
+
+// reportIOError counts an unexpected io_uring_enter failure; the worker
+// carries on (the next wait retries).
+func (rt *Runtime) reportIOError(error) {
+	rt.ioErrors.Add(1)
+}

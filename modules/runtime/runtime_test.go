@@ -1,0 +1,310 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// newRuntime starts a runtime for one test and checks at the end that Close
+// left no goroutine behind.
+func newRuntime(t testing.TB, cfg Config) *Runtime {
+	t.Helper()
+	rt, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if tt, ok := t.(*testing.T); ok {
+			goleak.VerifyNone(tt, goleak.IgnoreCurrent())
+		}
+	})
+	return rt
+}
+
+func TestBlockOnReturnsResult(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	got, err := BlockOn(rt, func(ctx context.Context) (string, error) {
+		if Current(ctx) == nil {
+			return "", errors.New("ctx carries no task")
+		}
+		return "hello", nil
+	})
+	if err != nil || got != "hello" {
+		t.Fatalf("BlockOn = %q, %v; want hello, nil", got, err)
+	}
+	wantErr := errors.New("boom")
+	_, err = BlockOn(rt, func(ctx context.Context) (int, error) { return 0, wantErr })
+	if !errors.Is(err, wantErr) {
+		t.Fatalf("BlockOn error = %v, want %v", err, wantErr)
+	}
+}
+
+func TestSpawnJoinNested(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	var fib func(ctx context.Context, n int) (int, error)
+	fib = func(ctx context.Context, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
+		a := Spawn(ctx, func(ctx context.Context) (int, error) { return fib(ctx, n-1) })
+		b, err := fib(ctx, n-2)
+		if err != nil {
+			return 0, err
+		}
+		x, err := a.Join(ctx)
+		return x + b, err
+	}
+	got, err := BlockOn(rt, func(ctx context.Context) (int, error) { return fib(ctx, 20) })
+	if err != nil || got != 6765 {
+		t.Fatalf("fib(20) = %d, %v; want 6765", got, err)
+	}
+}
+
+// Every one of a million tasks, spawned in a tree, runs exactly once, and
+// BlockOn returns only after the last of them (none is joined).
+func TestMillionTasksRunOnceAndBlockOnWaitsForAll(t *testing.T) {
+	const fanout, depth = 100, 3 // 100 + 100^2 + 100^3 = 1,010,100 tasks
+	total := fanout + fanout*fanout + fanout*fanout*fanout
+	if testing.Short() {
+		total = 0
+	}
+	rt := newRuntime(t, Config{Workers: 2})
+	runs := make([]atomic.Uint32, total+1)
+	var next atomic.Int64
+	var spawnTree func(ctx context.Context, level int)
+	spawnTree = func(ctx context.Context, level int) {
+		if level == depth || testing.Short() {
+			return
+		}
+		for i := 0; i < fanout; i++ {
+			Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				runs[next.Add(1)].Add(1)
+				spawnTree(ctx, level+1)
+				return struct{}{}, nil
+			})
+		}
+	}
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		spawnTree(ctx, 0)
+		return struct{}{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := next.Load(); n != int64(total) {
+		t.Fatalf("BlockOn returned after %d of %d tasks ran", n, total)
+	}
+	for i := 1; i <= total; i++ {
+		if c := runs[i].Load(); c != 1 {
+			t.Fatalf("slot %d ran %d times", i, c)
+		}
+	}
+	if s := rt.Stats(); s.Live != 0 || s.Completed < uint64(total) {
+		t.Fatalf("stats after BlockOn: live %d completed %d, want 0 and >= %d", s.Live, s.Completed, total)
+	}
+}
+
+func TestWorkStealingUsesBothWorkers(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		for i := 0; i < 2000; i++ {
+			Spawn(ctx, func(ctx context.Context) (int, error) {
+				x := 0
+				for j := 0; j < 20000; j++ {
+					x += j * j
+				}
+				return x, nil
+			})
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rt.Stats()
+	if s.Steals == 0 || s.Stolen == 0 {
+		t.Fatalf("no steals: %+v", s)
+	}
+	for i, w := range s.PerWorker {
+		if w.Polls == 0 {
+			t.Fatalf("worker %d ran no task: %+v", i, s)
+		}
+	}
+}
+
+func TestPanicBecomesPanicError(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	v, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		h := Spawn(ctx, func(ctx context.Context) (int, error) { panic("kaboom") })
+		_, err := h.Join(ctx)
+		var pe *PanicError
+		if !errors.As(err, &pe) || pe.Value != "kaboom" || len(pe.Stack) == 0 {
+			return 0, errors.New("Join did not return the panic: " + errString(err))
+		}
+		return 7, nil
+	})
+	if err != nil || v != 7 {
+		t.Fatalf("BlockOn = %d, %v", v, err)
+	}
+	// The runtime still works.
+	if v, err := BlockOn(rt, func(ctx context.Context) (int, error) { return 1, nil }); err != nil || v != 1 {
+		t.Fatalf("after panic: %d, %v", v, err)
+	}
+}
+
+func TestGoexitInTaskFailsOnlyThatTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		h := Spawn(ctx, func(ctx context.Context) (int, error) {
+			goexitNow()
+			return 1, nil
+		})
+		_, err := h.Join(ctx)
+		if !errors.Is(err, ErrGoexit) {
+			return 0, errors.New("Join = " + errString(err))
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := BlockOn(rt, func(ctx context.Context) (int, error) { return 2, nil }); err != nil || v != 2 {
+		t.Fatalf("after Goexit: %d, %v", v, err)
+	}
+}
+
+func TestBlockOnFromTaskIsRefused(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) { return 0, nil })
+		if !errors.Is(err, ErrOnWorker) {
+			return 0, errors.New("nested BlockOn = " + errString(err))
+		}
+		if err := rt.Close(); !errors.Is(err, ErrOnWorker) {
+			return 0, errors.New("Close from task = " + errString(err))
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	bad := []Config{
+		{Workers: -1},
+		{Workers: maxWorkers + 1},
+		{LocalQueueCapacity: 100},
+		{LocalQueueCapacity: 1},
+		{GlobalQueueInterval: -5},
+		{IOInterval: -1},
+		{RingEntries: 3},
+		{TimerResolution: -time.Millisecond},
+		{PanicPolicy: 7},
+	}
+	for _, cfg := range bad {
+		rt, err := New(cfg)
+		if err == nil {
+			rt.Close()
+			t.Errorf("New(%+v) succeeded", cfg)
+			continue
+		}
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	_, err := New(Config{Workers: -1, RingEntries: 3})
+	if err == nil || !contains(err.Error(), "Workers") || !contains(err.Error(), "RingEntries") {
+		t.Errorf("error should name every bad field: %v", err)
+	}
+}
+
+func TestCloseIsIdempotentAndRefusesNewWork(t *testing.T) {
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BlockOn(rt, func(ctx context.Context) (int, error) { return 0, nil }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("BlockOn after Close = %v", err)
+	}
+	h := SpawnOn(rt, func(ctx context.Context) (int, error) { return 0, nil })
+	if _, err := h.Join(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SpawnOn after Close: Join = %v", err)
+	}
+	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+}
+
+func TestSpawnWithoutTaskFails(t *testing.T) {
+	h := Spawn(context.Background(), func(ctx context.Context) (int, error) { return 1, nil })
+	if _, err := h.Join(context.Background()); !errors.Is(err, ErrNoRuntime) {
+		t.Fatalf("Join = %v, want ErrNoRuntime", err)
+	}
+	select {
+	case <-h.Done():
+	default:
+		t.Fatal("Done not closed for a failed spawn")
+	}
+}
+
+func TestSpawnOnAndJoinFromGoroutine(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	h := SpawnOn(rt, func(ctx context.Context) (int, error) {
+		if err := Sleep(ctx, time.Millisecond); err != nil {
+			return 0, err
+		}
+		return 42, nil
+	})
+	<-h.Done()
+	if v, err := h.Join(context.Background()); err != nil || v != 42 {
+		t.Fatalf("Join = %d, %v", v, err)
+	}
+}
+
+func TestWaitAll(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	boom := errors.New("boom")
+	vals, err := WaitAll(rt,
+		func(ctx context.Context) (int, error) { return 1, nil },
+		func(ctx context.Context) (int, error) { return 2, boom },
+		func(ctx context.Context) (int, error) {
+			Spawn(ctx, func(ctx context.Context) (int, error) { return 0, Sleep(ctx, 5*time.Millisecond) })
+			return 3, nil
+		},
+	)
+	if !errors.Is(err, boom) || len(vals) != 3 || vals[0] != 1 || vals[2] != 3 {
+		t.Fatalf("WaitAll = %v, %v", vals, err)
+	}
+	if rt.Stats().Live != 0 {
+		t.Fatal("WaitAll returned before a spawned child finished")
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}

@@ -1,0 +1,128 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	goruntime "runtime"
+	"time"
+)
+
+// Sleep pauses the calling task for at least d, on its worker's timer wheel:
+// it wakes no earlier than asked and, on an idle machine, within about one
+// TimerResolution after. It returns ctx.Err() at once if ctx is cancelled
+// first. Outside a task it sleeps the calling goroutine on a Go timer. A
+// zero or negative d returns ctx.Err() without waiting.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	return SleepUntil(ctx, time.Now().Add(d))
+}
+
+// SleepUntil is Sleep until the instant deadline.
+func SleepUntil(ctx context.Context, deadline time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t := taskFor(ctx); t != nil {
+		at := deadline.Sub(t.rt.start)
+		if at <= t.rt.now() {
+			return nil
+		}
+		t.kind = kindSleep
+		t.sleepUntil = at
+		return t.suspend(ctx)
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Yield lets the worker run its other ready tasks (and poll its ring) before
+// resuming the caller. It returns ctx.Err(). Outside a task it calls
+// runtime.Gosched.
+func Yield(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t := taskFor(ctx); t != nil {
+		t.budget = 0
+		t.yieldReason = reasonYield
+		t.coro.yield(struct{}{})
+		return ctx.Err()
+	}
+	goruntime.Gosched()
+	return ctx.Err()
+}
+
+// MissedTickBehavior says what an Interval does when ticks were missed
+// because the caller came back late.
+type MissedTickBehavior int
+
+const (
+	// Burst fires the missed ticks back to back until it has caught up
+	// with the schedule (the default).
+	Burst MissedTickBehavior = iota
+	// Delay restarts the schedule from now: the next tick is one period
+	// after the late one.
+	Delay
+	// Skip drops the missed ticks and keeps the original schedule: the next
+	// tick is the next multiple of the period after now.
+	Skip
+)
+
+// Interval ticks every period; Tick waits for the next tick. The first tick
+// completes at once. Ticks are scheduled on the timer wheel of the worker
+// running the task. An Interval is used by one task (or goroutine) at a
+// time.
+type Interval struct {
+	period time.Duration
+	next   time.Time
+	missed MissedTickBehavior
+}
+
+// ErrPeriod is returned by NewInterval for a period that is not positive.
+var ErrPeriod = errors.New("runtime: interval period must be positive")
+
+// NewInterval returns an Interval whose first tick is now.
+func NewInterval(period time.Duration, missed MissedTickBehavior) (*Interval, error) {
+	if period <= 0 {
+		return nil, ErrPeriod
+	}
+	if missed < Burst || missed > Skip {
+		return nil, errors.New("runtime: unknown MissedTickBehavior")
+	}
+	return &Interval{period: period, next: time.Now(), missed: missed}, nil
+}
+
+// Tick waits for the next tick and returns the instant it was scheduled
+// for, or ctx.Err() if ctx is cancelled first (the tick is not consumed).
+func (iv *Interval) Tick(ctx context.Context) (time.Time, error) {
+	if err := SleepUntil(ctx, iv.next); err != nil {
+		return time.Time{}, err
+	}
+	tick := iv.next
+	now := time.Now()
+	switch next := tick.Add(iv.period); {
+	case !next.Before(now) || iv.missed == Burst:
+		iv.next = next
+	case iv.missed == Delay:
+		iv.next = now.Add(iv.period)
+	default: // Skip
+		missed := now.Sub(tick) / iv.period
+		iv.next = tick.Add((missed + 1) * iv.period)
+	}
+	return tick, nil
+}
+
+// Reset restarts the schedule: the next tick is one period from now.
+func (iv *Interval) Reset() { iv.next = time.Now().Add(iv.period) }

@@ -1,0 +1,66 @@
+package runtime
+
+// Stats are counters of a runtime's activity since New. They are cheap
+// enough to keep on: each is written by one worker and summed on demand.
+type Stats struct {
+	Workers       int
+	Live          int64  // tasks spawned and not finished
+	Spawned       uint64 // tasks spawned (from tasks and from outside)
+	Completed     uint64 // tasks finished
+	Polls         uint64 // task resumptions
+	Steals        uint64 // successful steals
+	StealAttempts uint64 // steals tried on a victim with work
+	Stolen        uint64 // tasks moved by steals
+	GlobalPops    uint64 // tasks taken from the global queue
+	Parks         uint64 // times a worker went to sleep
+	Wakes         uint64 // times a sleeping worker was woken by another
+	IOSubmitted   uint64 // SQEs submitted
+	IOCompleted   uint64 // CQEs reaped
+	IOErrors      uint64 // unexpected errors from io_uring_enter
+	Stalls        uint64 // stalls seen by the watchdog
+	Coroutines    uint64 // coroutines created (the rest were reused)
+	PerWorker     []WorkerStats
+}
+
+// WorkerStats are one worker's counters.
+type WorkerStats struct {
+	Polls, Steals, Stolen, Parks, Wakes uint64
+}
+
+// Stats returns the runtime's counters. Values read while the runtime runs
+// are each exact but not a consistent snapshot of one instant.
+func (rt *Runtime) Stats() Stats {
+	s := Stats{
+		Workers:   len(rt.workers),
+		Live:      rt.live.Load(),
+		Spawned:   rt.spawnedOutside.Load(),
+		Completed: rt.completed.Load(),
+		IOErrors:  rt.ioErrors.Load(),
+		PerWorker: make([]WorkerStats, len(rt.workers)),
+	}
+	if rt.watchdog != nil {
+		s.Stalls = rt.watchdog.stalls.Load()
+	}
+	for i, w := range rt.workers {
+		ws := &w.stats
+		s.Spawned += ws.spawned.Load()
+		s.Polls += ws.polls.Load()
+		s.Steals += ws.steals.Load()
+		s.StealAttempts += ws.stealAttempts.Load()
+		s.Stolen += ws.stolen.Load()
+		s.GlobalPops += ws.globalPops.Load()
+		s.Parks += ws.parks.Load()
+		s.Wakes += ws.wakes.Load()
+		s.IOSubmitted += ws.ioSubmitted.Load()
+		s.IOCompleted += ws.ioCompleted.Load()
+		s.Coroutines += ws.corosCreated.Load()
+		s.PerWorker[i] = WorkerStats{
+			Polls:  ws.polls.Load(),
+			Steals: ws.steals.Load(),
+			Stolen: ws.stolen.Load(),
+			Parks:  ws.parks.Load(),
+			Wakes:  ws.wakes.Load(),
+		}
+	}
+	return s
+}

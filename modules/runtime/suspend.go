@@ -1,0 +1,248 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Waker resumes one suspended waiter, once. It is the handle a primitive
+// keeps in its wait list: the register function given to Suspend receives
+// it, and whoever satisfies the wait calls Wake. A Waker is a small value;
+// copy it freely. The zero Waker wakes nothing.
+//
+// Each Waker belongs to one suspension: after that suspension ended (woken,
+// cancelled or timed out) Wake returns false, even if the same task or
+// goroutine is suspended again, so a stale Waker left in a wait list is
+// harmless.
+type Waker struct {
+	t   *Task
+	p   *parker
+	gen uint64
+}
+
+// Wake resumes the waiter and reports whether this call did so. It returns
+// false when the waiter was already resumed, by an earlier Wake or because
+// its context was cancelled: a primitive handing over a resource (a lock, a
+// channel item) must then hand it to the next waiter instead. When Wake
+// returns true the waiter's Suspend returns nil, whatever happens to its
+// context afterwards.
+//
+// Wake may be called from any goroutine, task or not, and never blocks.
+func (w Waker) Wake() bool {
+	switch {
+	case w.t != nil:
+		return w.t.wake(w.gen)
+	case w.p != nil:
+		return w.p.wake(w.gen)
+	}
+	return false
+}
+
+// Suspend waits until a Waker is woken or ctx is cancelled.
+//
+// Called from a task (ctx is the task's context or derives from it) it
+// switches the task's coroutine away first, and only then, on the worker,
+// calls register with the Waker of this wait: so the Waker can never resume
+// a task that is still running (the rule of C++20's await_suspend). register
+// publishes the Waker where the waker will find it (a wait list) and
+// returns true; or, when it finds under its lock that the condition already
+// holds, publishes nothing and returns false, and Suspend returns nil at
+// once. register runs on a worker: it must be short and must not block or
+// suspend.
+//
+// Called from a plain goroutine (ctx carries no task) Suspend calls
+// register on the calling goroutine and blocks it until the Waker is woken
+// or ctx is done.
+//
+// Suspend returns nil when the Waker was woken (or register returned false)
+// and ctx.Err() when ctx was cancelled first; the Waker's Wake then returns
+// false, so the primitive can skip it. A cancelled waiter's Waker may stay in
+// the primitive's list; primitives drop such entries when they meet them.
+func Suspend(ctx context.Context, register func(Waker) bool) error {
+	if t := taskFor(ctx); t != nil {
+		t.kind = kindRegister
+		t.register = register
+		return t.suspend(ctx)
+	}
+	return parkGoroutine(ctx, register)
+}
+
+// taskFor returns the task running on the calling goroutine when ctx is that
+// task's context or derives from it, or nil when the caller is a plain
+// goroutine (or a task passing a context that is not its own; it then blocks
+// like a goroutine, stalling its worker, which the watchdog reports).
+func taskFor(ctx context.Context) *Task {
+	if t, ok := ctx.(*Task); ok {
+		return t.running()
+	}
+	if ctx == nil {
+		return nil
+	}
+	t, _ := ctx.Value(taskKey{}).(*Task)
+	return t.running()
+}
+
+// suspend switches the task's coroutine back to its worker, which completes
+// the suspension described by t.kind, and returns once the task is resumed.
+func (t *Task) suspend(ctx context.Context) error {
+	t.gen++
+	gen := t.gen
+	var stop func() bool
+	if ctx != context.Context(t) && ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { t.cancelWait(gen) })
+	}
+	t.suspendCtx = ctx
+	t.yieldReason = reasonSuspend
+	t.coro.yield(struct{}{})
+	t.suspendCtx = nil
+	t.register = nil
+	t.joinTarget = nil
+	if stop != nil {
+		stop()
+	}
+	if t.timerWorker != nil {
+		// Woken early (cancelled): drop the timer if it is on the wheel of
+		// the worker now running us; elsewhere it fires into a stale Waker.
+		if t.timerWorker == t.worker {
+			t.worker.wheel.Cancel(t.timer)
+		}
+		t.timerWorker = nil
+	}
+	s := t.wstate.Load()
+	t.wstate.Store(gen<<genShift | stIdle)
+	if s&stMask == stCancelled {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return context.Canceled
+	}
+	return nil
+}
+
+// completeSuspend runs on worker w right after t switched away to suspend:
+// it publishes the wait and lets register, the timer wheel or the joined
+// task hold the Waker.
+func (w *worker) completeSuspend(t *Task) {
+	// Read everything before publishing the wait: from that store on, a
+	// cancellation may resume the task on another worker, which then owns
+	// its fields.
+	gen, kind, ctx := t.gen, t.kind, t.suspendCtx
+	register, target := t.register, t.joinTarget
+	st := uint64(stWaiting)
+	if ctx == context.Context(t) {
+		st |= stSelfCancel
+	}
+	if kind == kindSleep {
+		// Only this worker fires its wheel, so the entry cannot fire
+		// before the wait is published.
+		t.timer = w.wheel.Insert(t.sleepUntil, Waker{t: t, gen: gen})
+		t.timerWorker = w
+	}
+	t.wstate.Store(gen<<genShift | st)
+	// Dekker pairing with cancel: it stores the error and then loads
+	// wstate; we store wstate and then load the error. One of us sees the
+	// other, so a cancellation is never missed.
+	if ctx.Err() != nil {
+		t.cancelWait(gen)
+		return
+	}
+	wk := Waker{t: t, gen: gen}
+	switch kind {
+	case kindRegister:
+		if !register(wk) {
+			w.wakeLocal(t, gen)
+		}
+	case kindJoin:
+		if !target.registerJoiner(wk) {
+			w.wakeLocal(t, gen)
+		}
+	case kindYieldNow:
+		w.wakeLocal(t, gen)
+	}
+}
+
+// wake resumes suspension gen if it is still waiting; the task goes to the
+// inbox of the worker it suspended on.
+func (t *Task) wake(gen uint64) bool {
+	if t.claim(gen, stWoken) {
+		t.rt.enqueue(t)
+		return true
+	}
+	return false
+}
+
+// claim ends suspension gen with state to (stWoken or stCancelled) if it is
+// still waiting. Exactly one claim per suspension succeeds; its caller owns
+// the task until it queues it.
+func (t *Task) claim(gen uint64, to uint64) bool {
+	for {
+		s := t.wstate.Load()
+		if s>>genShift != gen || s&stMask != stWaiting {
+			return false
+		}
+		if t.wstate.CompareAndSwap(s, gen<<genShift|to) {
+			return true
+		}
+	}
+}
+
+// wakeLocal is wake for code running on worker w itself (its timer wheel,
+// its ring, a register that declined): the task goes straight to w's queue.
+func (w *worker) wakeLocal(t *Task, gen uint64) bool {
+	if t.claim(gen, stWoken) {
+		w.pushWoken(t)
+		return true
+	}
+	return false
+}
+
+// parker blocks a plain goroutine in Suspend. Parkers are pooled; the
+// generation in state makes a Waker of an earlier wait powerless.
+type parker struct {
+	state atomic.Uint64 // gen<<genShift | st
+	ch    chan struct{}
+}
+
+var parkers = sync.Pool{New: func() any { return &parker{ch: make(chan struct{}, 1)} }}
+
+func (p *parker) wake(gen uint64) bool {
+	if p.state.CompareAndSwap(gen<<genShift|stWaiting, gen<<genShift|stWoken) {
+		p.ch <- struct{}{}
+		return true
+	}
+	return false
+}
+
+func parkGoroutine(ctx context.Context, register func(Waker) bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := parkers.Get().(*parker)
+	gen := p.state.Load()>>genShift + 1
+	p.state.Store(gen<<genShift | stWaiting)
+	if !register(Waker{p: p, gen: gen}) {
+		if p.state.CompareAndSwap(gen<<genShift|stWaiting, gen<<genShift|stIdle) {
+			parkers.Put(p)
+			return nil
+		}
+		// Woken during register: consume the signal below.
+		<-p.ch
+		parkers.Put(p)
+		return nil
+	}
+	select {
+	case <-p.ch:
+		parkers.Put(p)
+		return nil
+	case <-ctx.Done():
+	}
+	if p.state.CompareAndSwap(gen<<genShift|stWaiting, gen<<genShift|stCancelled) {
+		parkers.Put(p)
+		return ctx.Err()
+	}
+	// A Wake won the race: the wait succeeded.
+	<-p.ch
+	parkers.Put(p)
+	return nil
+}

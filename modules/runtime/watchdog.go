@@ -1,0 +1,84 @@
+package runtime
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// watchdog notices a worker held by one task (a plain Go blocking call, a
+// long computation) while other tasks wait in its queues, and wakes a
+// sleeping worker to steal them: the hazard of tokio-rs/tokio#4730, where
+// one blocking task stalls every task queued behind it.
+//
+// It samples each worker's (running task, resumption count) pair every half
+// threshold. The pair unchanged with a task running means the same
+// resumption is still going on; the hot path pays only two atomic stores per
+// resumption.
+type watchdog struct {
+	rt     *Runtime
+	stalls atomic.Uint64
+	quit   chan struct{}
+	done   chan struct{}
+}
+
+func startWatchdog(rt *Runtime) *watchdog {
+	d := &watchdog{rt: rt, quit: make(chan struct{}), done: make(chan struct{})}
+	go d.run()
+	return d
+}
+
+func (d *watchdog) stop() {
+	close(d.quit)
+	<-d.done
+}
+
+type workerSample struct {
+	task     uint64
+	runs     uint64
+	since    time.Time
+	reported bool
+}
+
+func (d *watchdog) run() {
+	defer close(d.done)
+	threshold := d.rt.cfg.StallThreshold
+	ticker := time.NewTicker(threshold / 2)
+	defer ticker.Stop()
+	samples := make([]workerSample, len(d.rt.workers))
+	for {
+		select {
+		case <-d.quit:
+			return
+		case now := <-ticker.C:
+			for i, w := range d.rt.workers {
+				d.check(w, &samples[i], now, threshold)
+			}
+		}
+	}
+}
+
+func (d *watchdog) check(w *worker, s *workerSample, now time.Time, threshold time.Duration) {
+	task, runs := w.running.Load(), w.runs.Load()
+	if task == 0 || task != s.task || runs != s.runs {
+		*s = workerSample{task: task, runs: runs, since: now}
+		return
+	}
+	running := now.Sub(s.since)
+	waiting := w.local.Len() + w.inbox.len()
+	if s.reported || running < threshold || waiting == 0 {
+		return
+	}
+	s.reported = true
+	d.stalls.Add(1)
+	if f := d.rt.cfg.OnStall; f != nil {
+		f(StallInfo{Worker: w.id, TaskID: task, Running: running, Waiting: waiting})
+	}
+	// Wake a sleeper directly: WorkerToNotify would decline while someone
+	// searches, but the searchers may all be stuck behind this worker.
+	for _, v := range d.rt.workers {
+		if v != w && v.parked.Load() {
+			v.unpark()
+			return
+		}
+	}
+}

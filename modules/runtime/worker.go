@@ -1,0 +1,344 @@
+package runtime
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/faio-go/faio/modules/ringq"
+	"github.com/faio-go/faio/modules/timerwheel"
+)
+
+// worker runs tasks on one goroutine: its loop takes the next task from its
+// local queue (the global queue every GlobalQueueInterval ticks), steals
+// half of the busiest worker's queue when its own is empty, drives its ring
+// and timer wheel, and sleeps in io_uring_enter when there is nothing to do.
+type worker struct {
+	id    int
+	rt    *Runtime
+	local *ringq.LocalQueue[*Task]
+	inbox inbox
+	wheel *timerwheel.Wheel[Waker]
+	io    *ioEngine
+
+	tick      uint32
+	searching bool        // owner's view: counted as searching in rt.sm
+	isSearch  atomic.Bool // the same, for thieves choosing a victim
+	parked    atomic.Bool // asleep (or about to be) in io_uring_enter
+
+	// running is the id of the task being resumed (0 between tasks) and
+	// runs counts resumptions: the watchdog reads both to spot a task that
+	// holds its worker while others wait.
+	running atomic.Uint64
+	runs    atomic.Uint64
+
+	runningTask *Task // the task being resumed, for onExit
+
+	coros   []*coro // idle coroutines
+	batch   []*Task // scratch for global-queue refills and inbox drains
+	fireFn  func(Waker)
+	stats   workerStats
+	stopped chan struct{}
+}
+
+// maxIdleCoros bounds each worker's pool of idle coroutines; beyond it they
+// are stopped (about 8 KiB of stack each).
+const maxIdleCoros = 256
+
+func (w *worker) loop() {
+	defer close(w.stopped)
+	defer w.onExit()
+	rt := w.rt
+	for !rt.shutdown.Load() {
+		w.tick++
+		if w.tick%uint32(rt.cfg.IOInterval) == 0 {
+			w.drive()
+		}
+		t := w.nextTask()
+		if t == nil {
+			t = w.steal()
+		}
+		if t != nil {
+			if w.searching {
+				w.stopSearching(true)
+			}
+			w.runTask(t)
+			continue
+		}
+		if w.searching {
+			w.stopSearching(false)
+		}
+		if w.drive() > 0 {
+			continue
+		}
+		w.park()
+	}
+}
+
+// onExit turns a runtime.Goexit called by a task (t.FailNow in a test, say)
+// into that task's failure and restarts the worker loop, so one bad task
+// cannot take a worker away. Panics pass through untouched.
+func (w *worker) onExit() {
+	if w.rt.shutdown.Load() {
+		return
+	}
+	if r := recover(); r != nil {
+		panic(r)
+	}
+	// The coroutine that called Goexit is gone.
+	if id := w.running.Load(); id != 0 {
+		if t := w.current(); t != nil {
+			t.coro = nil
+			t.body.fail(ErrGoexit)
+			w.rt.finish(t)
+		}
+	}
+	w.running.Store(0)
+	w.stopped = make(chan struct{})
+	w.rt.workerWG.Add(1)
+	go func() {
+		defer w.rt.workerWG.Done()
+		w.loop()
+	}()
+}
+
+// runTask resumes t on this worker until it finishes or switches away.
+func (w *worker) runTask(t *Task) {
+	t.worker = w
+	c := t.coro
+	if c == nil {
+		if n := len(w.coros); n > 0 {
+			c = w.coros[n-1]
+			w.coros = w.coros[:n-1]
+		} else {
+			c = newCoro()
+			w.stats.corosCreated.Add(1)
+		}
+		c.task = t
+		t.coro = c
+	}
+	t.budget = 0
+	w.runningTask = t
+	w.running.Store(t.id)
+	w.runs.Add(1)
+	// A new coroutine's identity is known only once it runs: coro.loop
+	// publishes it for a task it starts.
+	t.coroG.Store(c.g)
+	c.next()
+	t.coroG.Store(0)
+	w.running.Store(0)
+	w.runningTask = nil
+	w.stats.polls.Add(1)
+	switch t.yieldReason {
+	case reasonDone:
+		t.coro = nil
+		c.task = nil
+		if len(w.coros) < maxIdleCoros {
+			w.coros = append(w.coros, c)
+		} else {
+			c.stop()
+		}
+		w.rt.finish(t)
+	case reasonYield:
+		w.pushLocal(t)
+	case reasonSuspend:
+		w.completeSuspend(t)
+	}
+}
+
+func (w *worker) current() *Task { return w.runningTask }
+
+// pushLocal queues t on this worker; a full queue spills half to the global
+// queue.
+func (w *worker) pushLocal(t *Task) {
+	if err := w.local.Push(t, w.rt.global); err != nil {
+		// The global queue refuses only after Close has drained every
+		// task, so nothing should be queued here any more; keep t
+		// runnable on this worker anyway rather than lose it.
+		w.inbox.push(t)
+	}
+}
+
+// pushWoken queues a task this worker's timer wheel or ring woke.
+func (w *worker) pushWoken(t *Task) {
+	w.inbox.push(t)
+}
+
+// nextTask returns the next task from the local queue, or from the global
+// queue every GlobalQueueInterval ticks and whenever the local queue is
+// empty, refilling the local queue with a batch.
+func (w *worker) nextTask() *Task {
+	rt := w.rt
+	if w.tick%uint32(rt.cfg.GlobalQueueInterval) == 0 {
+		if t, ok := rt.global.Pop(); ok {
+			w.stats.globalPops.Add(1)
+			return t
+		}
+	}
+	// Woken tasks and the local queue take turns, so neither a burst of
+	// spawns delays the wake-ups nor a stream of wake-ups the spawns.
+	if w.tick&1 == 0 {
+		if t := w.inbox.pop(); t != nil {
+			return t
+		}
+	}
+	if t, ok := w.local.Pop(); ok {
+		return t
+	}
+	if t := w.inbox.pop(); t != nil {
+		return t
+	}
+	if rt.global.Len() == 0 {
+		return nil
+	}
+	n := min(w.local.RemainingCap(), w.local.Cap()/2)
+	w.batch = rt.global.PopBatch(w.batch[:0], n)
+	if len(w.batch) == 0 {
+		return nil
+	}
+	w.stats.globalPops.Add(uint64(len(w.batch)))
+	t := w.batch[len(w.batch)-1]
+	w.local.PushBatch(w.batch[:len(w.batch)-1])
+	clear(w.batch)
+	return t
+}
+
+// steal looks for work elsewhere: half of the busiest non-searching
+// worker's queue (or its inbox), else one task from the global queue. At
+// most half of the workers search at once.
+func (w *worker) steal() *Task {
+	rt := w.rt
+	if !w.searching {
+		if !rt.sm.TrySearch() {
+			return nil
+		}
+		w.searching = true
+		w.isSearch.Store(true)
+	}
+	var victim *worker
+	most := 0
+	for _, v := range rt.workers {
+		if v == w || v.isSearch.Load() {
+			continue
+		}
+		if n := v.local.Len() + v.inbox.len(); n > most {
+			victim, most = v, n
+		}
+	}
+	if victim != nil {
+		w.stats.stealAttempts.Add(1)
+		if t, ok := victim.local.StealInto(w.local); ok {
+			w.stats.steals.Add(1)
+			w.stats.stolen.Add(uint64(1 + w.local.Len()))
+			return t
+		}
+		if victim.inbox.len() > 0 {
+			// The victim is busy (or stalled) with woken tasks waiting:
+			// take half of them.
+			w.batch = victim.inbox.takeInto(w.batch[:0], (victim.inbox.len()+1)/2)
+			if n := len(w.batch); n > 0 {
+				w.stats.steals.Add(1)
+				w.stats.stolen.Add(uint64(n))
+				t := w.batch[n-1]
+				for _, u := range w.batch[:n-1] {
+					w.pushLocal(u)
+				}
+				clear(w.batch)
+				return t
+			}
+		}
+	}
+	if t, ok := rt.global.Pop(); ok {
+		w.stats.globalPops.Add(1)
+		return t
+	}
+	return nil
+}
+
+// stopSearching leaves the searching state. A searcher that found work and
+// was the last one wakes another worker, so the pool ramps up while there
+// is work (the Go scheduler's rule for its last spinning M).
+func (w *worker) stopSearching(foundWork bool) {
+	w.searching = false
+	w.isSearch.Store(false)
+	if w.rt.sm.TransitionFromSearching() && foundWork {
+		w.rt.notifyOne()
+	}
+}
+
+// hasWork reports whether any queue this worker could take from holds a
+// task: checked after announcing sleep, it closes the lost-wake-up window
+// (see the statemachine package comment).
+func (w *worker) hasWork() bool {
+	rt := w.rt
+	if w.inbox.len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 {
+		return true
+	}
+	for _, v := range rt.workers {
+		if v != w && (v.local.Len() > 1 || v.inbox.len() > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// park sleeps until a wake-up (eventfd), an I/O completion or the next timer.
+func (w *worker) park() {
+	rt := w.rt
+	w.parked.Store(true)
+	rt.sm.SetSleeping(w.id, false)
+	if !w.hasWork() && !rt.shutdown.Load() {
+		timeout := time.Duration(-1)
+		if d, ok := w.wheel.NextDeadline(); ok {
+			timeout = max(d-rt.now(), 0)
+		}
+		w.stats.parks.Add(1)
+		w.io.wait(timeout)
+	}
+	w.parked.Store(false)
+	if rt.sm.CancelSleeping(w.id) {
+		// WorkerToNotify picked us: we count as searching.
+		w.searching = true
+		w.isSearch.Store(true)
+	}
+	w.drive()
+}
+
+// unpark wakes w if it is asleep. The CAS makes concurrent wakers write the
+// eventfd once per sleep.
+func (w *worker) unpark() {
+	if w.parked.CompareAndSwap(true, false) {
+		w.stats.wakes.Add(1)
+		w.io.wake()
+	}
+}
+
+// drive reaps completions and fires due timers without blocking; it returns
+// how many tasks that made runnable.
+func (w *worker) drive() int {
+	n := w.io.reap()
+	if w.wheel.Len() > 0 {
+		n += w.wheel.Advance(w.rt.now(), w.fireFn)
+	}
+	return n
+}
+
+// fireTimer wakes a sleeping task whose deadline has come.
+func (w *worker) fireTimer(wk Waker) {
+	if wk.t != nil {
+		if wk.t.claim(wk.gen, stWoken) {
+			// Won the wake: the task is not running, its fields are ours.
+			wk.t.timerWorker = nil
+			w.pushWoken(wk.t)
+		}
+		return
+	}
+	wk.Wake()
+}
+
+// workerStats are the worker's counters, written by the worker and read
+// by Stats.
+type workerStats struct {
+	spawned, polls, steals, stolen, stealAttempts, parks, wakes, globalPops atomic.Uint64
+	corosCreated                                                            atomic.Uint64
+	ioSubmitted, ioCompleted                                                atomic.Uint64
+}
