@@ -83,14 +83,19 @@ const (
 	CancelFdFixed uint32 = 1 << 3 // the descriptor is a registered-file index
 )
 
-// Flags kept in SQE.IoPrio for socket operations.
+// RecvSendPollFirst, OR-ed into SQE.IoPrio of a send or recv, arms the
+// readiness poll first instead of trying the transfer once: cheaper when the
+// socket is known to have no data (or no room) yet.
+const RecvSendPollFirst uint16 = 1 << 0
+
+// Flags kept in SQE.IoPrio, set by the multishot Prep methods.
 const (
-	recvsendPollFirst uint16 = 1 << 0
-	recvMultishot     uint16 = 1 << 1
-	acceptMultishot   uint16 = 1 << 0
+	recvMultishot   uint16 = 1 << 1
+	acceptMultishot uint16 = 1 << 0
 )
 
-// Flags for PollAdd, kept in SQE.Len.
+// Poll request flags, kept in SQE.Len: PrepPollMultishot sets PollAddMulti;
+// OR in PollAddLevel afterwards for level-triggered reports.
 const (
 	PollAddMulti uint32 = 1 << 0 // multishot poll: one CQE per readiness edge, CQEFMore set
 	PollAddLevel uint32 = 1 << 3 // level-triggered multishot poll
@@ -120,20 +125,24 @@ const (
 
 // io_uring_register opcodes.
 const (
-	registerBuffers             = 0
-	unregisterBuffers           = 1
-	registerFiles               = 2
-	unregisterFiles             = 3
-	registerEventFd             = 4
-	unregisterEventFd           = 5
-	registerFilesUpdate         = 6
-	registerEventFdAsync        = 7
-	registerProbe               = 8
-	probeOpSupported            = 1 << 0
-	maxProbeOps                 = 256
-	maxEntries                  = 32768 // IORING_MAX_ENTRIES
-	sigsetSize                  = 8     // _NSIG / 8 on every Linux architecture Go supports
-	getEventsArgSize            = 24    // sizeof(struct io_uring_getevents_arg)
-	registerFilesSkip           = -2    // IORING_REGISTER_FILES_SKIP
-	fileIndexAlloc       uint32 = ^uint32(0)
+	registerBuffers      = 0
+	unregisterBuffers    = 1
+	registerFiles        = 2
+	unregisterFiles      = 3
+	registerEventFd      = 4
+	unregisterEventFd    = 5
+	registerFilesUpdate  = 6
+	registerEventFdAsync = 7
+	registerProbe        = 8
+)
+
+const (
+	probeOpSupported = 1 << 0 // IO_URING_OP_SUPPORTED in io_uring_probe_op.flags
+	maxProbeOps      = 256    // opcodes fit in a byte
+
+	// sizeof(struct io_uring_getevents_arg), and the signal set size that
+	// goes in it. The kernel reads the size only along with a signal mask,
+	// which this package never passes; it is set as liburing sets it.
+	getEventsArgSize = 24
+	sigsetSize       = 8
 )

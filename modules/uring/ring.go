@@ -12,6 +12,10 @@ import (
 // nor Params.Entries asks for one.
 const DefaultEntries = 256
 
+// MaxEntries is the largest SQ size the kernel accepts (IORING_MAX_ENTRIES);
+// larger requests fail with EINVAL unless Params.Flags has SetupClamp.
+const MaxEntries = 32768
+
 // Params configures New and reports what the kernel set up. The zero value
 // (or a nil *Params) asks for a plain ring with the kernel's defaults.
 type Params struct {

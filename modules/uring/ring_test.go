@@ -90,8 +90,8 @@ func TestNewClamp(t *testing.T) {
 	var p Params
 	p.Flags = SetupClamp
 	r := newRing(t, 1<<20, &p)
-	if r.SQEntries() != maxEntries {
-		t.Errorf("clamped SQ entries = %d, want %d", r.SQEntries(), maxEntries)
+	if r.SQEntries() != MaxEntries {
+		t.Errorf("clamped SQ entries = %d, want %d", r.SQEntries(), MaxEntries)
 	}
 }
 

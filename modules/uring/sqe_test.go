@@ -1,0 +1,61 @@
+package uring
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Memory handed to a Prep method must not stay on a goroutine stack, which
+// moves when it grows: the compiler has to heap-allocate a local buffer
+// passed to PrepRead, a local timespec passed to PrepTimeout, and so on.
+func TestPrepMovesMemoryToHeap(t *testing.T) {
+	var s SQE
+	cases := map[string]func(){
+		"PrepRead": func() {
+			var b [64]byte
+			s.PrepRead(0, b[:], 0)
+		},
+		"PrepTimeout": func() {
+			var ts unix.Timespec
+			s.PrepTimeout(&ts, 0, 0)
+		},
+		"PrepConnect": func() {
+			var sa RawSockaddrAny
+			s.PrepConnect(0, &sa, 0)
+		},
+		"PrepStatx": func() {
+			var st unix.Statx_t
+			s.PrepStatx(0, nil, 0, 0, &st)
+		},
+	}
+	for name, prep := range cases {
+		if n := testing.AllocsPerRun(10, prep); n < 1 {
+			t.Errorf("%s left its argument on the stack (%v allocations)", name, n)
+		}
+	}
+}
+
+// A Prep method resets every field, so nothing from an earlier use of the
+// slot leaks into the new request.
+func TestPrepResetsEntry(t *testing.T) {
+	s := SQE{Flags: SQELink, IoPrio: 3, OpFlags: 9, UserData: 5, BufIndex: 2, Personality: 1, SpliceFdIn: 4, Addr3: 8}
+	s.PrepNop()
+	if s != (SQE{Opcode: OpNop, Fd: -1}) {
+		t.Errorf("PrepNop left %+v", s)
+	}
+	s.PrepAsyncCancelFd(7, CancelAll)
+	if s.Opcode != OpAsyncCancel || s.Fd != 7 || s.OpFlags != CancelAll|CancelFd {
+		t.Errorf("PrepAsyncCancelFd: %+v", s)
+	}
+}
+
+func TestPrepProvideBuffersPanicsOnZeroSize(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic for buffer size 0")
+		}
+	}()
+	var s SQE
+	s.PrepProvideBuffers(make([]byte, 8), 0, 1, 0)
+}
