@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	goruntime "runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -382,7 +383,7 @@ func TestWatchdogRescuesQueuedTasks(t *testing.T) {
 	})
 }
 
-func TestSleepNeverEarlyAndP99Lateness(t *testing.T) {
+func TestTimingSleepNeverEarlyAndP99Lateness(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	const n = 10000
 	late := make([]time.Duration, n)
@@ -413,18 +414,14 @@ func TestSleepNeverEarlyAndP99Lateness(t *testing.T) {
 	}
 	p99 := percentile(late, 0.99)
 	t.Logf("sleep lateness p99 = %v", p99)
-	if p99 > 5*time.Millisecond {
+	if !raceEnabled && p99 > 5*time.Millisecond {
 		t.Fatalf("p99 lateness %v > 5ms", p99)
 	}
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
 	return s[int(float64(len(s)-1)*p)]
 }
 

@@ -15,8 +15,8 @@ const CoopBudget = 128
 // task Consume does nothing. It returns ctx.Err().
 func Consume(ctx context.Context) error {
 	if t := taskFor(ctx); t != nil {
-		t.budget++
-		if t.budget >= CoopBudget {
+		t.coro.budget++
+		if t.coro.budget >= CoopBudget {
 			return Yield(ctx)
 		}
 	}

@@ -1,10 +1,14 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"iter"
 	"runtime/debug"
 	"sync"
+	"time"
+
+	"github.com/faio-go/faio/modules/timerwheel"
 )
 
 // coro is a pooled stackful coroutine. Its goroutine runs one task's
@@ -17,6 +21,19 @@ type coro struct {
 	yield func(struct{}) bool
 	g     uintptr
 	task  *Task
+
+	// Why the task switched back, and the suspension it asks the worker
+	// to complete. They live here, not in Task, because only a task that
+	// holds a coroutine needs them: a task is smaller for it.
+	yieldReason uint8
+	kind        uint8
+	budget      int // coop budget spent since the last resume
+	suspendCtx  context.Context
+	register    func(Waker) bool
+	joinTarget  *Task
+	sleepUntil  time.Duration
+	timer       timerwheel.Handle
+	timerWorker *worker
 }
 
 // coroutines maps the identity of every live coroutine goroutine to its
@@ -67,16 +84,17 @@ func (e *PanicError) Unwrap() error {
 
 // execute runs the task's function on its coroutine.
 func (t *Task) execute() {
+	c := t.coro
 	if t.rt.cfg.PanicPolicy == PanicCrash {
 		t.body.run(t)
-		t.yieldReason = reasonDone
+		c.yieldReason = reasonDone
 		return
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			t.body.fail(&PanicError{Value: r, Stack: debug.Stack()})
 		}
-		t.yieldReason = reasonDone
+		c.yieldReason = reasonDone
 	}()
 	t.body.run(t)
 }

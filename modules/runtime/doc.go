@@ -1,6 +1,67 @@
-// Package runtime is faio-go's work-stealing scheduler: a pool of workers,
-// each owning a local run queue, an io_uring and a timer wheel, that run
-// tasks as pooled stackful coroutines whose handle is a context.Context.
+// Package runtime is faio-go's task scheduler: a pool of workers, each
+// owning a local run queue, an io_uring and a timer wheel, runs tasks as
+// pooled stackful coroutines whose handle is a context.Context.
 //
-// The package is being built; see the project README for its status.
+//	rt, err := runtime.New(runtime.Config{}) // zero value: sane defaults
+//	if err != nil { ... }
+//	defer rt.Close()
+//	sum, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+//		h := runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return 1, nil })
+//		if err := runtime.Sleep(ctx, 10*time.Millisecond); err != nil {
+//			return 0, err
+//		}
+//		return h.Join(ctx)
+//	})
+//
+// # Tasks
+//
+// A task is a Go function run on a coroutine (iter.Pull): a worker resumes
+// it, it runs on the worker's thread until it finishes or suspends, and
+// suspending switches straight back to the worker loop, without the Go
+// scheduler. Coroutines are pooled: creating one costs about a microsecond,
+// a resume and switch back about a tenth of that.
+//
+// The *Task is the context its function receives. Every faio blocking call
+// takes that context first and suspends the task instead of blocking the
+// worker: Sleep, Yield, JoinHandle.Join, and, in other packages, locks,
+// channels and I/O, all built on Suspend. Cancelling the context (through
+// JoinHandle.Cancel, the parent context, a deadline, or Close) wakes the
+// task from whatever it waits on with ctx.Err().
+//
+// The same calls work from plain goroutines, whose context carries no task:
+// they block the goroutine. So faio primitives can be shared between tasks
+// and ordinary Go code.
+//
+// # Structure
+//
+// BlockOn runs a root task and returns once it and everything spawned under
+// it have finished; WaitAll does so for several roots. Spawn inside a task
+// starts a child whose context derives from the parent's; SpawnOn starts a
+// task from outside. A panicking task does not take the process down: Join
+// returns a *PanicError (Config.PanicPolicy can make panics fatal instead).
+//
+// # Scheduling
+//
+// Each worker loops: take the next task (the task just spawned first, from
+// the LIFO slot; then woken tasks and the local queue in turn; the global
+// queue every GlobalQueueInterval ticks), else steal half of the busiest
+// worker's queue, else drive its ring and timers, else sleep in
+// io_uring_enter until a wake-up, a completion or its next timer. At most
+// half of the workers search for work at once and a sleeper is woken only
+// when nobody searches (package statemachine states the protocol that
+// keeps wake-ups from being lost).
+//
+// # Hazards
+//
+// A task that blocks in plain Go code (time.Sleep, a Go channel, a long
+// computation, a mutex from package sync) holds its worker: the tasks
+// queued behind it wait. A watchdog notices a worker stuck on one task
+// while others wait (Config.StallThreshold), counts it in Stats, reports it
+// to Config.OnStall and wakes another worker to steal the waiting tasks;
+// but the blocked worker itself is lost until the call returns. Use the
+// faio equivalents, or run blocking code in a goroutine and wait for it
+// with a faio primitive. Likewise a task passing a context that is not its
+// own (or derived from it) to a faio call blocks its worker.
+//
+// Tasks are cancelled, never killed: Close waits for every task to return.
 package runtime

@@ -37,7 +37,6 @@ type Runtime struct {
 
 	root    *Task // parent of every task spawned from outside
 	nextID  atomic.Uint64
-	live    atomic.Int64 // tasks spawned and not yet finished
 	idle    chan struct{}
 	idleMu  sync.Mutex
 	closing atomic.Bool // Close has begun: no new tasks
@@ -48,10 +47,10 @@ type Runtime struct {
 	closeErr  error
 	workerWG  sync.WaitGroup
 
-	spawnedOutside atomic.Uint64
-	completed      atomic.Uint64
-	ioErrors       atomic.Uint64
-	watchdog       *watchdog
+	spawnedOutside   atomic.Uint64
+	completedOutside atomic.Uint64
+	ioErrors         atomic.Uint64
+	watchdog         *watchdog
 }
 
 // New starts a runtime configured by cfg (the zero Config means defaults).
@@ -73,6 +72,7 @@ func New(cfg Config) (*Runtime, error) {
 		start:  time.Now(),
 	}
 	rt.root = &Task{rt: rt, parent: context.Background()}
+	rt.root.flags.Store(flagLinked)
 	for i := 0; i < cfg.Workers; i++ {
 		w, err := rt.newWorker(i)
 		if err != nil {
@@ -133,13 +133,17 @@ func (rt *Runtime) enqueue(t *Task) {
 	}
 }
 
-// submit queues a new task from outside the workers and wakes one.
-func (rt *Runtime) submit(t *Task) error {
+// submit queues a new task from outside the workers and wakes one. The
+// global queue refuses only once Close has seen every task finish, and
+// newTask refused new tasks long before that, so a refusal here would be a
+// runtime bug: the task is finished with ErrClosed rather than lost.
+func (rt *Runtime) submit(t *Task) {
 	if err := rt.global.Push(t); err != nil {
-		return ErrClosed
+		t.body.fail(ErrClosed)
+		rt.finish(t, nil)
+		return
 	}
 	rt.notifyOne()
-	return nil
 }
 
 // notifyOne wakes a sleeping worker if nobody is searching for work.
@@ -149,50 +153,55 @@ func (rt *Runtime) notifyOne() {
 	}
 }
 
-// newTask prepares t to run body under parent (the spawning task, or the
-// runtime's root) with ctx as its context parent. It reports false when the
-// runtime is closing.
-func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Context) bool {
+// idShift leaves room in task ids for the spawning worker's index, so
+// workers number their tasks without sharing a counter.
+const idShift = 11 // > log2(maxWorkers+1)
+
+// newTask prepares t to run body as a child of parent (the spawning task, or
+// the runtime's root) with ctx as its context parent; w is the spawning
+// worker, nil outside the workers. It reports false when the runtime is
+// closing.
+func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Context, w *worker) bool {
 	if rt.closing.Load() {
 		return false
 	}
 	t.rt = rt
-	t.id = rt.nextID.Add(1)
 	t.body = body
 	t.parent = ctx
-	if p, ok := ctx.(*Task); !ok || p != parent {
-		t.external = true
+	t.treeParent = parent
+	if w != nil {
+		w.nextID++
+		t.id = w.nextID<<idShift | uint64(w.id+1)
+	} else {
+		t.id = rt.nextID.Add(1) << idShift
 	}
-	t.scope = parent.scope
-	if t.scope != nil {
-		t.scope.pending.Add(1)
+	external := ctx != context.Context(parent)
+	if external {
+		t.flags.Store(flagExternal)
 	}
-	rt.live.Add(1)
-	t.link(parent)
-	if t.external && ctx.Done() != nil {
-		t.stopExt = context.AfterFunc(ctx, func() { t.cancel(ctx.Err()) })
-	}
-	if rt.closing.Load() {
-		// Close began meanwhile and may have cancelled the tree before
-		// we linked in: make sure we start cancelled.
-		t.cancel(context.Canceled)
+	parent.addKid()
+	// A task with children must be in the tree, so that cancelling its
+	// ancestors reaches them.
+	parent.link()
+	if external && ctx.Done() != nil {
+		t.link()
+		stop := context.AfterFunc(ctx, func() { t.cancel(ctx.Err()) })
+		t.mu.Lock()
+		t.extLocked().stopExt = stop
+		t.mu.Unlock()
 	}
 	return true
 }
 
-// finish retires a task whose function returned: its result is published,
-// it leaves the tree and its scope.
-func (rt *Runtime) finish(t *Task) {
+// finish retires a task whose function returned (or never ran): its result
+// is published and it leaves the tree. w is the worker that ran it, or nil.
+func (rt *Runtime) finish(t *Task, w *worker) {
 	t.complete()
 	t.finishTree()
-	rt.completed.Add(1)
-	if rt.live.Add(-1) == 0 && rt.closing.Load() {
-		rt.signalIdle()
-	}
-	// Last: the scope's end releases BlockOn, whose caller may look at
-	// Stats or Close at once.
-	if s := t.scope; s != nil {
-		s.done()
+	if w != nil {
+		w.stats.completed.Add(1)
+	} else {
+		rt.completedOutside.Add(1)
 	}
 }
 
@@ -225,7 +234,7 @@ func (rt *Runtime) Close() error {
 		rt.idleMu.Unlock()
 		rt.closing.Store(true)
 		rt.root.cancel(context.Canceled)
-		if rt.live.Load() == 0 {
+		if rt.root.kids.Load() == 0 {
 			rt.signalIdle()
 		}
 		<-rt.idle

@@ -29,8 +29,8 @@ func SleepUntil(ctx context.Context, deadline time.Time) error {
 		if at <= t.rt.now() {
 			return nil
 		}
-		t.kind = kindSleep
-		t.sleepUntil = at
+		t.coro.kind = kindSleep
+		t.coro.sleepUntil = at
 		return t.suspend(ctx)
 	}
 	d := time.Until(deadline)
@@ -55,9 +55,10 @@ func Yield(ctx context.Context) error {
 		return err
 	}
 	if t := taskFor(ctx); t != nil {
-		t.budget = 0
-		t.yieldReason = reasonYield
-		t.coro.yield(struct{}{})
+		c := t.coro
+		c.budget = 0
+		c.yieldReason = reasonYield
+		c.yield(struct{}{})
 		return ctx.Err()
 	}
 	goruntime.Gosched()

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 )
 
 // JoinHandle is the handle of a spawned task: Join waits for its result,
@@ -31,8 +30,9 @@ func (h *JoinHandle[T]) fail(err error) {
 // that could not be spawned.
 func failed[T any](err error) *JoinHandle[T] {
 	h := &JoinHandle[T]{err: err}
-	h.task.completed.Store(true)
-	h.task.finishCh = closedChan
+	h.task.parent = context.Background()
+	h.task.flags.Store(flagCompleted)
+	h.task.ext = &taskExt{finishCh: closedChan, doneCh: closedChan}
 	h.task.errv.Store(&err)
 	return h
 }
@@ -42,11 +42,11 @@ func failed[T any](err error) *JoinHandle[T] {
 // *PanicError if the task panicked. Join may be called any number of
 // times, from tasks and plain goroutines.
 func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
-	if !h.task.completed.Load() {
+	if !h.task.has(flagCompleted) {
 		var err error
 		if t := taskFor(ctx); t != nil {
-			t.kind = kindJoin
-			t.joinTarget = &h.task
+			t.coro.kind = kindJoin
+			t.coro.joinTarget = &h.task
 			err = t.suspend(ctx)
 		} else {
 			err = parkGoroutine(ctx, h.task.registerJoiner)
@@ -68,10 +68,11 @@ func (h *JoinHandle[T]) Done() <-chan struct{} {
 	t := &h.task
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.finishCh == nil {
-		t.finishCh = make(chan struct{})
+	e := t.extLocked()
+	if e.finishCh == nil {
+		e.finishCh = make(chan struct{})
 	}
-	return t.finishCh
+	return e.finishCh
 }
 
 // ID returns the task's id (0 for a task that could not be spawned).
@@ -79,9 +80,12 @@ func (h *JoinHandle[T]) ID() uint64 { return h.task.id }
 
 // Spawn starts fn as a new task in the runtime of the task that ctx belongs
 // to, with ctx as its parent context: cancelling ctx cancels the new task.
-// Called by the task itself, the new task goes to its worker's local queue
-// and at most one sleeping worker is woken to steal; from other goroutines
-// it goes to the global queue.
+// Called by the task itself, the new task runs next on its worker (the
+// LIFO slot, as in tokio; the task it displaces moves to the local queue and
+// at most one sleeping worker is woken to steal it); from other goroutines
+// it goes to the global queue. Spawn never blocks, but like any operation
+// that completes at once it charges the caller's coop budget (see Consume),
+// so a task spawning in a loop yields to its children now and then.
 //
 // When ctx carries no faio task, or the runtime is closed, Spawn returns a
 // handle whose Join fails with ErrNoRuntime or ErrClosed.
@@ -92,21 +96,34 @@ func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *Joi
 	}
 	rt := parent.rt
 	h := &JoinHandle[T]{fn: fn}
-	if !rt.newTask(&h.task, h, parent, ctx) {
-		return failed[T](ErrClosed)
-	}
 	if cur := parent.running(); cur != nil {
 		w := cur.worker
+		if !rt.newTask(&h.task, h, parent, ctx, w) {
+			return failed[T](ErrClosed)
+		}
 		h.task.worker = w
 		w.stats.spawned.Add(1)
-		w.pushLocal(&h.task)
-		rt.notifyOne()
+		if prev := w.lifo.Swap(&h.task); prev != nil {
+			// The previous LIFO task joins the queue, where another
+			// worker may steal it: wake one to do so.
+			w.pushLocal(prev)
+			rt.notifyOne()
+		}
+		// Spawning charges the coop budget: a task spawning in a loop
+		// lets its children run every CoopBudget spawns, while their
+		// memory is still in cache, instead of queueing them all first.
+		if c := cur.coro; c.budget+1 >= CoopBudget {
+			_ = Yield(cur)
+		} else {
+			c.budget++
+		}
 		return h
 	}
-	rt.spawnedOutside.Add(1)
-	if err := rt.submit(&h.task); err != nil {
-		return failed[T](err)
+	if !rt.newTask(&h.task, h, parent, ctx, nil) {
+		return failed[T](ErrClosed)
 	}
+	rt.spawnedOutside.Add(1)
+	rt.submit(&h.task)
 	return h
 }
 
@@ -114,27 +131,12 @@ func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *Joi
 // global queue. The task is not part of any BlockOn; Close cancels it.
 func SpawnOn[T any](rt *Runtime, fn func(context.Context) (T, error)) *JoinHandle[T] {
 	h := &JoinHandle[T]{fn: fn}
-	if !rt.newTask(&h.task, h, rt.root, context.Background()) {
+	if !rt.newTask(&h.task, h, rt.root, context.Background(), nil) {
 		return failed[T](ErrClosed)
 	}
 	rt.spawnedOutside.Add(1)
-	if err := rt.submit(&h.task); err != nil {
-		return failed[T](err)
-	}
+	rt.submit(&h.task)
 	return h
-}
-
-// scope counts the tasks of one BlockOn: its root and everything spawned
-// under it.
-type scope struct {
-	pending atomic.Int64
-	ch      chan struct{}
-}
-
-func (s *scope) done() {
-	if s.pending.Add(-1) == 0 {
-		close(s.ch)
-	}
 }
 
 // BlockOn runs fn as a root task on rt and returns its result once it and
@@ -147,67 +149,54 @@ func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error)
 	if onCoroutine() {
 		return zero, ErrOnWorker
 	}
-	s := &scope{ch: make(chan struct{})}
-	s.pending.Store(1)
-	h := &JoinHandle[T]{fn: fn}
-	h.task.scope = s
-	if !rt.newRoot(&h.task, h) {
+	h, ok := startRoot(rt, fn)
+	if !ok {
 		return zero, ErrClosed
 	}
-	<-s.ch
+	<-h.task.ext.onDetach
 	if rt.closing.Load() && errors.Is(h.task.Err(), context.Canceled) {
 		return zero, ErrClosed
 	}
 	return h.val, h.err
 }
 
-// newRoot starts a BlockOn root task; its scope is already set. When it
-// reports false the task did not start and has left its scope.
-func (rt *Runtime) newRoot(t *Task, body taskBody) bool {
-	s := t.scope
-	if !rt.newTask(t, body, rt.root, context.Background()) {
-		s.done()
-		return false
+// startRoot spawns a BlockOn root: a task whose leaving the tree (closing
+// ext.onDetach) means that it and everything under it finished.
+func startRoot[T any](rt *Runtime, fn func(context.Context) (T, error)) (*JoinHandle[T], bool) {
+	h := &JoinHandle[T]{fn: fn}
+	h.task.ext = &taskExt{onDetach: make(chan struct{})}
+	if !rt.newTask(&h.task, h, rt.root, context.Background(), nil) {
+		return nil, false
 	}
-	// newTask took the root's (nil) scope and counted nothing: the scope
-	// already counts this task.
-	t.scope = s
 	rt.spawnedOutside.Add(1)
-	if err := rt.submit(t); err != nil {
-		// Close raced with us: the task will never run.
-		rt.finish(t)
-		return false
-	}
-	return true
+	rt.submit(&h.task)
+	return h, true
 }
 
 // WaitAll runs every fn as a root task on rt, concurrently, and returns
 // their results in order once all of them and everything they spawned have
-// finished. The error joins the tasks' errors (nil if none failed).
+// finished. The error joins the tasks' errors (nil if none failed); it is
+// ErrClosed if rt closed before all of them could start or while they ran.
 func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, error) {
 	if onCoroutine() {
 		return nil, ErrOnWorker
 	}
-	s := &scope{ch: make(chan struct{})}
-	s.pending.Store(int64(len(fns)))
-	if len(fns) == 0 {
-		return nil, nil
-	}
-	handles := make([]*JoinHandle[T], len(fns))
-	for i, fn := range fns {
-		h := &JoinHandle[T]{fn: fn}
-		h.task.scope = s
-		if !rt.newRoot(&h.task, h) {
-			// newRoot accounted for fns[i] itself.
-			for range fns[i+1:] {
-				s.done()
-			}
-			<-s.ch
-			return nil, ErrClosed
+	handles := make([]*JoinHandle[T], 0, len(fns))
+	closed := false
+	for _, fn := range fns {
+		h, ok := startRoot(rt, fn)
+		if !ok {
+			closed = true
+			break
 		}
-		handles[i] = h
+		handles = append(handles, h)
 	}
-	<-s.ch
+	for _, h := range handles {
+		<-h.task.ext.onDetach
+	}
+	if closed || rt.closing.Load() {
+		return nil, ErrClosed
+	}
 	vals := make([]T, len(fns))
 	var errs []error
 	for i, h := range handles {
@@ -215,9 +204,6 @@ func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, 
 		if h.err != nil {
 			errs = append(errs, h.err)
 		}
-	}
-	if rt.closing.Load() {
-		return vals, ErrClosed
 	}
 	return vals, errors.Join(errs...)
 }

@@ -32,12 +32,16 @@ type WorkerStats struct {
 func (rt *Runtime) Stats() Stats {
 	s := Stats{
 		Workers:   len(rt.workers),
-		Live:      rt.live.Load(),
-		Spawned:   rt.spawnedOutside.Load(),
-		Completed: rt.completed.Load(),
+		Completed: rt.completedOutside.Load(),
 		IOErrors:  rt.ioErrors.Load(),
 		PerWorker: make([]WorkerStats, len(rt.workers)),
 	}
+	// Completed first, spawned after: a task counted as completed was
+	// spawned before, so Live never reads negative.
+	for _, w := range rt.workers {
+		s.Completed += w.stats.completed.Load()
+	}
+	s.Spawned = rt.spawnedOutside.Load()
 	if rt.watchdog != nil {
 		s.Stalls = rt.watchdog.stalls.Load()
 	}
@@ -62,5 +66,6 @@ func (rt *Runtime) Stats() Stats {
 			Wakes:  ws.wakes.Load(),
 		}
 	}
+	s.Live = int64(s.Spawned) - int64(s.Completed)
 	return s
 }

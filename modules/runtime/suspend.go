@@ -6,6 +6,34 @@ import (
 	"sync/atomic"
 )
 
+// States of a suspension, in the low bits of Task.wstate.
+const (
+	stIdle      = 0 // not suspended
+	stWaiting   = 1 // registered; Wake or cancellation may resume it
+	stWoken     = 2 // resumed by Wake: the wait succeeded
+	stCancelled = 3 // resumed by cancellation: the wait failed
+	stMask      = 3
+	// stSelfCancel marks a suspension whose context is the task itself, so
+	// the task's own cancel must resume it (a derived context does so
+	// through its AfterFunc).
+	stSelfCancel = 4
+	genShift     = 3
+)
+
+// Reasons a coroutine switches back to its worker.
+const (
+	reasonDone = iota
+	reasonYield
+	reasonSuspend
+)
+
+// Kinds of suspension the worker completes on its own side.
+const (
+	kindRegister = iota // call the register function given to Suspend
+	kindSleep           // insert into the worker's timer wheel
+	kindJoin            // wait for joinTarget to complete
+)
+
 // Waker resumes one suspended waiter, once. It is the handle a primitive
 // keeps in its wait list: the register function given to Suspend receives
 // it, and whoever satisfies the wait calls Wake. A Waker is a small value;
@@ -61,8 +89,8 @@ func (w Waker) Wake() bool {
 // the primitive's list; primitives drop such entries when they meet them.
 func Suspend(ctx context.Context, register func(Waker) bool) error {
 	if t := taskFor(ctx); t != nil {
-		t.kind = kindRegister
-		t.register = register
+		t.coro.kind = kindRegister
+		t.coro.register = register
 		return t.suspend(ctx)
 	}
 	return parkGoroutine(ctx, register)
@@ -84,30 +112,35 @@ func taskFor(ctx context.Context) *Task {
 }
 
 // suspend switches the task's coroutine back to its worker, which completes
-// the suspension described by t.kind, and returns once the task is resumed.
+// the suspension described by t.coro.kind, and returns once the task is
+// resumed.
 func (t *Task) suspend(ctx context.Context) error {
+	// A suspended task must be reachable by its parent's cancellation.
+	t.link()
+	c := t.coro
 	t.gen++
 	gen := t.gen
 	var stop func() bool
 	if ctx != context.Context(t) && ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { t.cancelWait(gen) })
 	}
-	t.suspendCtx = ctx
-	t.yieldReason = reasonSuspend
-	t.coro.yield(struct{}{})
-	t.suspendCtx = nil
-	t.register = nil
-	t.joinTarget = nil
+	c.suspendCtx = ctx
+	c.yieldReason = reasonSuspend
+	c.yield(struct{}{})
+	// Resumed, possibly on another worker: t.coro is still c.
+	c.suspendCtx = nil
+	c.register = nil
+	c.joinTarget = nil
 	if stop != nil {
 		stop()
 	}
-	if t.timerWorker != nil {
+	if c.timerWorker != nil {
 		// Woken early (cancelled): drop the timer if it is on the wheel of
 		// the worker now running us; elsewhere it fires into a stale Waker.
-		if t.timerWorker == t.worker {
-			t.worker.wheel.Cancel(t.timer)
+		if c.timerWorker == t.worker {
+			t.worker.wheel.Cancel(c.timer)
 		}
-		t.timerWorker = nil
+		c.timerWorker = nil
 	}
 	s := t.wstate.Load()
 	t.wstate.Store(gen<<genShift | stIdle)
@@ -126,9 +159,10 @@ func (t *Task) suspend(ctx context.Context) error {
 func (w *worker) completeSuspend(t *Task) {
 	// Read everything before publishing the wait: from that store on, a
 	// cancellation may resume the task on another worker, which then owns
-	// its fields.
-	gen, kind, ctx := t.gen, t.kind, t.suspendCtx
-	register, target := t.register, t.joinTarget
+	// it and its coroutine.
+	c := t.coro
+	gen, kind, ctx := t.gen, c.kind, c.suspendCtx
+	register, target := c.register, c.joinTarget
 	st := uint64(stWaiting)
 	if ctx == context.Context(t) {
 		st |= stSelfCancel
@@ -136,8 +170,8 @@ func (w *worker) completeSuspend(t *Task) {
 	if kind == kindSleep {
 		// Only this worker fires its wheel, so the entry cannot fire
 		// before the wait is published.
-		t.timer = w.wheel.Insert(t.sleepUntil, Waker{t: t, gen: gen})
-		t.timerWorker = w
+		c.timer = w.wheel.Insert(c.sleepUntil, Waker{t: t, gen: gen})
+		c.timerWorker = w
 	}
 	t.wstate.Store(gen<<genShift | st)
 	// Dekker pairing with cancel: it stores the error and then loads
@@ -157,8 +191,6 @@ func (w *worker) completeSuspend(t *Task) {
 		if !target.registerJoiner(wk) {
 			w.wakeLocal(t, gen)
 		}
-	case kindYieldNow:
-		w.wakeLocal(t, gen)
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/faio-go/faio/modules/timerwheel"
 )
 
 // Task is a running faio task. A *Task is the context.Context its function
@@ -18,60 +16,76 @@ import (
 // A task's context may be handed to other goroutines like any context; there
 // it blocks the calling goroutine instead, since only the task itself can
 // switch its coroutine.
+//
+// # The task tree
+//
+// Every task lives in a tree rooted at its runtime: Close cancels the root,
+// and cancelling a task cancels its subtree. To keep spawning cheap, a task
+// enters its parent's list of children lazily, the first time it suspends or
+// spawns; until then it is running or queued, and it learns of a
+// cancellation by looking at its parent (Err), which is always in the tree
+// because it has spawned. A task leaves the tree when it has finished and so
+// have all its children (kids counts them, with the finished bit): so a
+// cancellation still reaches the live descendants of a finished task, and
+// the moment a BlockOn root leaves the tree is the moment everything under
+// it has finished.
 type Task struct {
 	rt   *Runtime
 	id   uint64
 	body taskBody
 
 	// parent is the context the task was spawned with: Deadline and
-	// Value are answered from it. When it is not a task (a context derived
-	// from one, or any other context), external is set and its
-	// cancellation reaches the task through context.AfterFunc.
-	parent   context.Context
-	external bool
-	stopExt  func() bool
-
-	// treeParent is the task whose tree this task lives in: cancelling a
-	// task cancels its subtree, and Close cancels the runtime's root.
+	// Value are answered from it. When it is not the spawning task itself
+	// (a context derived from one, or Background for roots), flagExternal
+	// is set, Err also consults it, and its cancellation reaches the task
+	// through context.AfterFunc.
+	parent     context.Context
 	treeParent *Task
-	scope      *scope
 
-	errv atomic.Pointer[error] // set once, by cancel
+	errv  atomic.Pointer[error] // set once, by cancel
+	kids  atomic.Int64          // live children, plus kidsFinished
+	flags atomic.Uint32
 
-	// mu guards the tree links, the ctx Done channel, AfterFunc callbacks
-	// and the completion state below.
+	// mu guards the list of linked children and the fields of ext.
 	mu         sync.Mutex
-	children   *Task // head of the list of live children
+	children   *Task // head of the list of linked children
 	prev, next *Task // siblings in treeParent.children
-	finished   bool  // the function has returned
-	detached   bool  // unlinked from treeParent: no longer in the tree
-	doneCh     chan struct{}
-	afterFuncs []*afterFunc
-	joiners    []Waker
-	finishCh   chan struct{}
-	completed  atomic.Bool
-	coroG      atomic.Uintptr // identity of the coroutine running the task
+	ext        *taskExt
+
+	// coroG is the identity of the coroutine goroutine while the task is
+	// resumed, zero otherwise: running() compares it with getg().
+	coroG atomic.Uintptr
 
 	// Execution state, owned by whichever worker runs the task; handed
 	// between workers through the run queues (which order the accesses).
-	worker      *worker
-	coro        *coro
-	yieldReason uint8
-	budget      int // coop budget spent since the last resume
-	// The suspension being prepared (set by the task before it switches
-	// away, read by the worker after).
-	gen         uint64
-	kind        uint8
-	suspendCtx  context.Context
-	register    func(Waker) bool
-	joinTarget  *Task
-	sleepUntil  time.Duration
-	timer       timerwheel.Handle
-	timerWorker *worker
-	// wstate is gen<<3 | flags: the state of the current suspension, the
-	// one word Wake, cancellation and the worker race on.
+	worker *worker
+	coro   *coro
+	gen    uint64 // number of the current (or last) suspension
+	// wstate is gen<<genShift | state bits: the state of the current
+	// suspension, the one word Wake, cancellation and the worker race on.
 	wstate atomic.Uint64
 }
+
+// taskExt holds what few tasks need; allocated on first use, under mu.
+type taskExt struct {
+	doneCh     chan struct{} // ctx Done
+	afterFuncs []*afterFunc
+	joiners    []Waker
+	finishCh   chan struct{} // JoinHandle.Done
+	stopExt    func() bool   // detaches from an external parent
+	onDetach   chan struct{} // closed when the task leaves the tree (BlockOn roots)
+}
+
+// Bits of Task.flags.
+const (
+	flagExternal  = 1 << iota // parent is not the tree parent
+	flagLinked                // in treeParent.children
+	flagCompleted             // the result is published
+)
+
+// kidsFinished is added to Task.kids when the task's function returns; kids
+// equal to it means finished with no live child.
+const kidsFinished = 1 << 40
 
 // taskBody is what a task runs: a JoinHandle[T] stores the function and its
 // typed result.
@@ -79,35 +93,6 @@ type taskBody interface {
 	run(ctx *Task)
 	fail(err error)
 }
-
-// States of a suspension, in the low bits of Task.wstate.
-const (
-	stIdle      = 0 // not suspended
-	stWaiting   = 1 // registered; Wake or cancellation may resume it
-	stWoken     = 2 // resumed by Wake: the wait succeeded
-	stCancelled = 3 // resumed by cancellation: the wait failed
-	stMask      = 3
-	// stSelfCancel marks a suspension whose context is the task itself, so
-	// the task's own cancel must resume it (a derived context does so
-	// through its AfterFunc).
-	stSelfCancel = 4
-	genShift     = 3
-)
-
-// Reasons a coroutine switches back to its worker.
-const (
-	reasonDone = iota
-	reasonYield
-	reasonSuspend
-)
-
-// Kinds of suspension the worker completes on its own side.
-const (
-	kindRegister = iota // call the register function given to Suspend
-	kindSleep           // insert into the worker's timer wheel
-	kindJoin            // wait for joinTarget to complete
-	kindYieldNow        // resume at once (coop budget exhausted)
-)
 
 type afterFunc struct {
 	f    func()
@@ -122,6 +107,16 @@ var closedChan = func() chan struct{} {
 
 type taskKey struct{}
 
+func (t *Task) has(flag uint32) bool { return t.flags.Load()&flag != 0 }
+
+// extLocked returns t.ext, allocating it; t.mu must be held.
+func (t *Task) extLocked() *taskExt {
+	if t.ext == nil {
+		t.ext = &taskExt{}
+	}
+	return t.ext
+}
+
 // Deadline returns the deadline of the context the task was spawned with.
 func (t *Task) Deadline() (time.Time, bool) { return t.parent.Deadline() }
 
@@ -129,14 +124,15 @@ func (t *Task) Deadline() (time.Time, bool) { return t.parent.Deadline() }
 func (t *Task) Done() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.doneCh == nil {
+	e := t.extLocked()
+	if e.doneCh == nil {
 		if t.errv.Load() != nil {
-			t.doneCh = closedChan
+			e.doneCh = closedChan
 		} else {
-			t.doneCh = make(chan struct{})
+			e.doneCh = make(chan struct{})
 		}
 	}
-	return t.doneCh
+	return e.doneCh
 }
 
 // Err returns nil while the task's context is live, then context.Canceled
@@ -145,7 +141,16 @@ func (t *Task) Err() error {
 	if p := t.errv.Load(); p != nil {
 		return *p
 	}
-	if t.external {
+	f := t.flags.Load()
+	if f&flagLinked == 0 && t.treeParent != nil {
+		// Not in the tree yet: a cancellation of the parent (which is in
+		// the tree) has not been pushed to us.
+		if p := t.treeParent.errv.Load(); p != nil {
+			t.cancel(*p)
+			return *p
+		}
+	}
+	if f&flagExternal != 0 {
 		// context.AfterFunc runs its callback on a new goroutine; until it
 		// has, answer from the parent so Err never lags behind it.
 		if err := t.parent.Err(); err != nil {
@@ -170,6 +175,9 @@ func (t *Task) Value(key any) any {
 // derived contexts without starting a goroutine. f runs on the goroutine
 // that cancels.
 func (t *Task) AfterFunc(f func()) (stop func() bool) {
+	// A derived context may be cancelled by the parent at any time: the
+	// task must be in the tree for that to reach it.
+	t.link()
 	a := &afterFunc{f: f}
 	t.mu.Lock()
 	if t.errv.Load() != nil {
@@ -178,7 +186,8 @@ func (t *Task) AfterFunc(f func()) (stop func() bool) {
 		f()
 		return func() bool { return false }
 	}
-	t.afterFuncs = append(t.afterFuncs, a)
+	e := t.extLocked()
+	e.afterFuncs = append(e.afterFuncs, a)
 	t.mu.Unlock()
 	return func() bool {
 		t.mu.Lock()
@@ -187,9 +196,9 @@ func (t *Task) AfterFunc(f func()) (stop func() bool) {
 			return false
 		}
 		a.done = true
-		for i, b := range t.afterFuncs {
+		for i, b := range t.ext.afterFuncs {
 			if b == a {
-				t.afterFuncs = append(t.afterFuncs[:i], t.afterFuncs[i+1:]...)
+				t.ext.afterFuncs = append(t.ext.afterFuncs[:i], t.ext.afterFuncs[i+1:]...)
 				break
 			}
 		}
@@ -215,9 +224,9 @@ func Current(ctx context.Context) *Task {
 	return t
 }
 
-// WorkerID returns the index of the worker that ran the task most recently,
-// or -1 before it first ran. It is meant for diagnostics: a task may move
-// between workers at every suspension.
+// WorkerID returns the index of the worker running the task when called by
+// the task itself, or -1 elsewhere. It is meant for diagnostics: a task may
+// move between workers at every suspension.
 func (t *Task) WorkerID() int {
 	if cur := t.running(); cur != nil {
 		return cur.worker.id
@@ -237,25 +246,29 @@ func (t *Task) running() *Task {
 
 // cancel cancels the task's context with err (context.Canceled or
 // context.DeadlineExceeded), resumes its current suspension if that waits on
-// the task's own context, and cancels its subtree and AfterFunc callbacks.
+// the task's own context, and cancels its linked children and AfterFunc
+// callbacks. Unlinked children see it through Err.
 func (t *Task) cancel(err error) {
 	if !t.errv.CompareAndSwap(nil, &err) {
 		return
 	}
 	t.mu.Lock()
-	if t.doneCh == nil {
-		t.doneCh = closedChan
-	} else if t.doneCh != closedChan {
-		close(t.doneCh)
+	var afs []*afterFunc
+	if e := t.ext; e != nil {
+		if e.doneCh == nil {
+			e.doneCh = closedChan
+		} else if e.doneCh != closedChan {
+			close(e.doneCh)
+		}
+		afs = e.afterFuncs
+		e.afterFuncs = nil
+		for _, a := range afs {
+			a.done = true
+		}
 	}
 	var kids []*Task
 	for c := t.children; c != nil; c = c.next {
 		kids = append(kids, c)
-	}
-	afs := t.afterFuncs
-	t.afterFuncs = nil
-	for _, a := range afs {
-		a.done = true
 	}
 	t.mu.Unlock()
 
@@ -278,45 +291,55 @@ func (t *Task) cancelWait(gen uint64) {
 	}
 }
 
-// link puts t into parent's list of children, or into the runtime root's
-// when parent has already left the tree, and reports whether t must start
-// cancelled.
-func (t *Task) link(parent *Task) {
-	for {
-		parent.mu.Lock()
-		if parent.detached {
-			parent.mu.Unlock()
-			parent = t.rt.root
-			continue
-		}
-		t.treeParent = parent
-		t.next = parent.children
-		if parent.children != nil {
-			parent.children.prev = t
-		}
-		parent.children = t
-		cancelled := parent.errv.Load()
-		parent.mu.Unlock()
-		if cancelled != nil {
-			t.cancel(*cancelled)
-		}
+// link puts t into its tree parent's list of children, once; from then on
+// cancellations of the parent are pushed to t.
+func (t *Task) link() {
+	if t.has(flagLinked) || t.treeParent == nil {
 		return
+	}
+	p := t.treeParent
+	p.link()
+	p.mu.Lock()
+	if t.has(flagLinked) {
+		p.mu.Unlock()
+		return
+	}
+	t.next = p.children
+	if p.children != nil {
+		p.children.prev = t
+	}
+	p.children = t
+	t.flags.Or(flagLinked)
+	cancelled := p.errv.Load()
+	p.mu.Unlock()
+	if cancelled != nil {
+		t.cancel(*cancelled)
 	}
 }
 
-// finishTree records that t's function returned and leaves the tree once t
-// has no live children; the last child to leave takes its finished parent
-// out with it.
+// addKid counts a new child of t.
+func (t *Task) addKid() { t.kids.Add(1) }
+
+// finishTree records that t's function returned; t leaves the tree once
+// its children have too, and the last one to leave takes its finished
+// parent out with it.
 func (t *Task) finishTree() {
-	t.mu.Lock()
-	t.finished = true
-	leave := t.children == nil
-	if leave {
-		t.detached = true
+	if t.kids.Add(kidsFinished) != kidsFinished {
+		return
 	}
-	t.mu.Unlock()
-	for leave {
-		p := t.treeParent
+	for t != nil {
+		t = t.detach()
+	}
+}
+
+// detach takes t, finished and childless, out of the tree, and returns its
+// parent if that is now finished and childless too.
+func (t *Task) detach() *Task {
+	p := t.treeParent
+	if p == nil {
+		return nil
+	}
+	if t.has(flagLinked) {
 		p.mu.Lock()
 		if t.prev != nil {
 			t.prev.next = t.next
@@ -327,35 +350,57 @@ func (t *Task) finishTree() {
 			t.next.prev = t.prev
 		}
 		t.prev, t.next = nil, nil
-		leave = p.finished && p.children == nil && p != t.rt.root
-		if leave {
-			p.detached = true
-		}
 		p.mu.Unlock()
-		t = p
 	}
+	if t.ext != nil {
+		t.mu.Lock()
+		if ch := t.ext.onDetach; ch != nil {
+			close(ch)
+		}
+		t.mu.Unlock()
+	}
+	left := p.kids.Add(-1)
+	if p == t.rt.root {
+		if left == 0 && t.rt.closing.Load() {
+			t.rt.signalIdle()
+		}
+		return nil
+	}
+	if left == kidsFinished {
+		return p
+	}
+	return nil
 }
 
 // complete publishes the result: Join returns from now on and the joiners
 // are woken.
 func (t *Task) complete() {
 	t.mu.Lock()
-	t.completed.Store(true)
-	joiners := t.joiners
-	t.joiners = nil
-	if t.finishCh != nil {
-		close(t.finishCh)
-	} else {
-		t.finishCh = closedChan
+	t.flags.Or(flagCompleted)
+	var joiners []Waker
+	if t.ext != nil {
+		joiners = t.completeExtLocked()
 	}
 	t.mu.Unlock()
 	for _, w := range joiners {
 		w.Wake()
 	}
-	if t.stopExt != nil {
-		t.stopExt()
-		t.stopExt = nil
+}
+
+func (t *Task) completeExtLocked() []Waker {
+	e := t.ext
+	joiners := e.joiners
+	e.joiners = nil
+	if e.finishCh != nil {
+		close(e.finishCh)
+	} else {
+		e.finishCh = closedChan
 	}
+	if e.stopExt != nil {
+		e.stopExt()
+		e.stopExt = nil
+	}
+	return joiners
 }
 
 // registerJoiner adds w to the tasks to wake at completion, unless the task
@@ -363,10 +408,11 @@ func (t *Task) complete() {
 func (t *Task) registerJoiner(w Waker) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.completed.Load() {
+	if t.has(flagCompleted) {
 		return false
 	}
-	t.joiners = append(t.joiners, w)
+	e := t.extLocked()
+	e.joiners = append(e.joiners, w)
 	return true
 }
 

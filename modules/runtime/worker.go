@@ -17,10 +17,17 @@ type worker struct {
 	rt    *Runtime
 	local *ringq.LocalQueue[*Task]
 	inbox inbox
-	wheel *timerwheel.Wheel[Waker]
-	io    *ioEngine
+	// lifo holds the task this worker's running task spawned last: it
+	// runs next, while its spawner's data is still in cache, and without
+	// waking another worker (a spawn-then-join costs no wake-up at all).
+	// Thieves may take it too (Swap), so a blocked worker strands nothing.
+	lifo     atomic.Pointer[Task]
+	lifoRuns int // consecutive LIFO runs this tick, bounded by maxLIFORuns
+	wheel    *timerwheel.Wheel[Waker]
+	io       *ioEngine
 
 	tick      uint32
+	nextID    uint64      // ids of the tasks this worker spawns
 	searching bool        // owner's view: counted as searching in rt.sm
 	isSearch  atomic.Bool // the same, for thieves choosing a victim
 	parked    atomic.Bool // asleep (or about to be) in io_uring_enter
@@ -39,6 +46,10 @@ type worker struct {
 	stats   workerStats
 	stopped chan struct{}
 }
+
+// maxLIFORuns bounds consecutive runs from the LIFO slot: two tasks that
+// keep spawning each other must not starve the queues (tokio uses 3).
+const maxLIFORuns = 3
 
 // maxIdleCoros bounds each worker's pool of idle coroutines; beyond it they
 // are stopped (about 8 KiB of stack each).
@@ -89,7 +100,7 @@ func (w *worker) onExit() {
 		if t := w.current(); t != nil {
 			t.coro = nil
 			t.body.fail(ErrGoexit)
-			w.rt.finish(t)
+			w.rt.finish(t, w)
 		}
 	}
 	w.running.Store(0)
@@ -116,7 +127,7 @@ func (w *worker) runTask(t *Task) {
 		c.task = t
 		t.coro = c
 	}
-	t.budget = 0
+	c.budget = 0
 	w.runningTask = t
 	w.running.Store(t.id)
 	w.runs.Add(1)
@@ -128,7 +139,7 @@ func (w *worker) runTask(t *Task) {
 	w.running.Store(0)
 	w.runningTask = nil
 	w.stats.polls.Add(1)
-	switch t.yieldReason {
+	switch c.yieldReason {
 	case reasonDone:
 		t.coro = nil
 		c.task = nil
@@ -137,7 +148,7 @@ func (w *worker) runTask(t *Task) {
 		} else {
 			c.stop()
 		}
-		w.rt.finish(t)
+		w.rt.finish(t, w)
 	case reasonYield:
 		w.pushLocal(t)
 	case reasonSuspend:
@@ -168,6 +179,18 @@ func (w *worker) pushWoken(t *Task) {
 // empty, refilling the local queue with a batch.
 func (w *worker) nextTask() *Task {
 	rt := w.rt
+	if w.lifo.Load() != nil {
+		if w.lifoRuns < maxLIFORuns {
+			if t := w.lifo.Swap(nil); t != nil {
+				w.lifoRuns++
+				return t
+			}
+		} else if t := w.lifo.Swap(nil); t != nil {
+			// Over the bound: the LIFO task goes behind the others.
+			w.pushLocal(t)
+		}
+	}
+	w.lifoRuns = 0
 	if w.tick%uint32(rt.cfg.GlobalQueueInterval) == 0 {
 		if t, ok := rt.global.Pop(); ok {
 			w.stats.globalPops.Add(1)
@@ -224,6 +247,18 @@ func (w *worker) steal() *Task {
 			victim, most = v, n
 		}
 	}
+	if victim == nil {
+		// Nobody has a queue; a busy worker may still hold a LIFO task.
+		for _, v := range rt.workers {
+			if v != w && !v.isSearch.Load() && v.lifo.Load() != nil && v.running.Load() != 0 {
+				if t := v.lifo.Swap(nil); t != nil {
+					w.stats.steals.Add(1)
+					w.stats.stolen.Add(1)
+					return t
+				}
+			}
+		}
+	}
 	if victim != nil {
 		w.stats.stealAttempts.Add(1)
 		if t, ok := victim.local.StealInto(w.local); ok {
@@ -270,7 +305,7 @@ func (w *worker) stopSearching(foundWork bool) {
 // (see the statemachine package comment).
 func (w *worker) hasWork() bool {
 	rt := w.rt
-	if w.inbox.len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 {
+	if w.inbox.len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil {
 		return true
 	}
 	for _, v := range rt.workers {
@@ -327,7 +362,7 @@ func (w *worker) fireTimer(wk Waker) {
 	if wk.t != nil {
 		if wk.t.claim(wk.gen, stWoken) {
 			// Won the wake: the task is not running, its fields are ours.
-			wk.t.timerWorker = nil
+			wk.t.coro.timerWorker = nil
 			w.pushWoken(wk.t)
 		}
 		return
@@ -338,7 +373,7 @@ func (w *worker) fireTimer(wk Waker) {
 // workerStats are the worker's counters, written by the worker and read
 // by Stats.
 type workerStats struct {
-	spawned, polls, steals, stolen, stealAttempts, parks, wakes, globalPops atomic.Uint64
-	corosCreated                                                            atomic.Uint64
-	ioSubmitted, ioCompleted                                                atomic.Uint64
+	spawned, completed, polls, steals, stolen, stealAttempts, parks, wakes, globalPops atomic.Uint64
+	corosCreated                                                                       atomic.Uint64
+	ioSubmitted, ioCompleted                                                           atomic.Uint64
 }

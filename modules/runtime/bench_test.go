@@ -1,0 +1,215 @@
+package runtime
+
+import (
+	"context"
+	goruntime "runtime"
+	"sync"
+	"testing"
+)
+
+// Each faio benchmark has its goroutine counterpart in the same file, run
+// with GOMAXPROCS equal to the worker count, so the two are compared in one
+// run: go test -bench . -benchmem, then benchstat.
+
+func benchRuntime(b *testing.B, workers int) *Runtime {
+	rt, err := New(Config{Workers: workers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func withProcs(b *testing.B, n int) {
+	old := goruntime.GOMAXPROCS(n)
+	b.Cleanup(func() { goruntime.GOMAXPROCS(old) })
+}
+
+// Spawn b.N empty tasks from inside the runtime and wait for all of them.
+func BenchmarkSpawn(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run("faio/workers="+itoa(uint64(workers)), func(b *testing.B) {
+			rt := benchRuntime(b, workers)
+			b.ReportAllocs()
+			b.ResetTimer()
+			_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+				for i := 0; i < b.N; i++ {
+					Spawn(ctx, nop)
+				}
+				return 0, nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.Run("goroutines/procs="+itoa(uint64(workers)), func(b *testing.B) {
+			withProcs(b, workers)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for i := 0; i < b.N; i++ {
+				wg.Add(1)
+				go func() { wg.Done() }()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+func nop(context.Context) (int, error) { return 0, nil }
+
+// Spawn one task and join it, b.N times.
+func BenchmarkSpawnJoin(b *testing.B) {
+	b.Run("faio", func(b *testing.B) {
+		rt := benchRuntime(b, 2)
+		b.ReportAllocs()
+		b.ResetTimer()
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Spawn(ctx, nop).Join(ctx); err != nil {
+					return 0, err
+				}
+			}
+			return 0, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		withProcs(b, 2)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			done := make(chan int, 1)
+			go func() { done <- 0 }()
+			<-done
+		}
+	})
+}
+
+// 100 tasks yield in turn; one op is one yield.
+func BenchmarkYield(b *testing.B) {
+	const tasks = 100
+	b.Run("faio", func(b *testing.B) {
+		rt := benchRuntime(b, 2)
+		per := b.N/tasks + 1
+		b.ReportAllocs()
+		b.ResetTimer()
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			for i := 0; i < tasks; i++ {
+				Spawn(ctx, func(ctx context.Context) (int, error) {
+					for j := 0; j < per; j++ {
+						if err := Yield(ctx); err != nil {
+							return 0, err
+						}
+					}
+					return 0, nil
+				})
+			}
+			return 0, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		withProcs(b, 2)
+		per := b.N/tasks + 1
+		b.ReportAllocs()
+		b.ResetTimer()
+		var wg sync.WaitGroup
+		for i := 0; i < tasks; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < per; j++ {
+					goruntime.Gosched()
+				}
+			}()
+		}
+		wg.Wait()
+	})
+}
+
+// baton hands control between two tasks through Suspend: the simplest
+// primitive on it, a one-waiter signal.
+type baton struct {
+	mu     sync.Mutex
+	set    bool
+	waiter Waker
+	has    bool
+}
+
+func (b *baton) signal() {
+	b.mu.Lock()
+	if b.has {
+		w := b.waiter
+		b.has = false
+		b.mu.Unlock()
+		w.Wake()
+		return
+	}
+	b.set = true
+	b.mu.Unlock()
+}
+
+func (b *baton) wait(ctx context.Context) error {
+	return Suspend(ctx, func(w Waker) bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.set {
+			b.set = false
+			return false
+		}
+		b.waiter, b.has = w, true
+		return true
+	})
+}
+
+// Two tasks pass control back and forth; one op is one round trip.
+func BenchmarkPingPong(b *testing.B) {
+	b.Run("faio", func(b *testing.B) {
+		rt := benchRuntime(b, 2)
+		var ping, pong baton
+		b.ReportAllocs()
+		b.ResetTimer()
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			Spawn(ctx, func(ctx context.Context) (int, error) {
+				for i := 0; i < b.N; i++ {
+					if err := ping.wait(ctx); err != nil {
+						return 0, err
+					}
+					pong.signal()
+				}
+				return 0, nil
+			})
+			for i := 0; i < b.N; i++ {
+				ping.signal()
+				if err := pong.wait(ctx); err != nil {
+					return 0, err
+				}
+			}
+			return 0, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		withProcs(b, 2)
+		ping, pong := make(chan struct{}), make(chan struct{})
+		b.ReportAllocs()
+		b.ResetTimer()
+		go func() {
+			for i := 0; i < b.N; i++ {
+				<-ping
+				pong <- struct{}{}
+			}
+		}()
+		for i := 0; i < b.N; i++ {
+			ping <- struct{}{}
+			<-pong
+		}
+	})
+}

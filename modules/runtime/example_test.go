@@ -1,0 +1,130 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+func Example() {
+	rt, err := runtime.New(runtime.Config{Workers: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+
+	sum, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+		var hs []*runtime.JoinHandle[int]
+		for i := 1; i <= 10; i++ {
+			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+				if err := runtime.Sleep(ctx, time.Millisecond); err != nil {
+					return 0, err
+				}
+				return i * i, nil
+			}))
+		}
+		sum := 0
+		for _, h := range hs {
+			v, err := h.Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			sum += v
+		}
+		return sum, nil
+	})
+	fmt.Println(sum, err)
+	// Output: 385 <nil>
+}
+
+func ExampleJoinHandle_Cancel() {
+	rt, err := runtime.New(runtime.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+
+	err = func() error {
+		_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			h := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				return struct{}{}, runtime.Sleep(ctx, time.Hour)
+			})
+			h.Cancel()
+			_, err := h.Join(ctx)
+			return struct{}{}, err
+		})
+		return err
+	}()
+	fmt.Println(errors.Is(err, context.Canceled))
+	// Output: true
+}
+
+// A minimal primitive on Suspend: a one-shot event. Wait registers the
+// Waker under the lock unless the event is already set; Set wakes every
+// registered waiter. Stale Wakers of cancelled waiters are harmless: their
+// Wake returns false.
+type event struct {
+	mu      sync.Mutex
+	set     bool
+	waiters []runtime.Waker
+}
+
+func (e *event) Wait(ctx context.Context) error {
+	return runtime.Suspend(ctx, func(w runtime.Waker) bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.set {
+			return false // no need to wait
+		}
+		e.waiters = append(e.waiters, w)
+		return true
+	})
+}
+
+func (e *event) Set() {
+	e.mu.Lock()
+	e.set = true
+	ws := e.waiters
+	e.waiters = nil
+	e.mu.Unlock()
+	for _, w := range ws {
+		w.Wake()
+	}
+}
+
+func ExampleSuspend() {
+	rt, err := runtime.New(runtime.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+
+	var ev event
+	n, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+		var hs []*runtime.JoinHandle[int]
+		for i := 0; i < 3; i++ {
+			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+				return 1, ev.Wait(ctx)
+			}))
+		}
+		ev.Set() // a plain goroutine could call it too
+		n := 0
+		for _, h := range hs {
+			v, err := h.Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			n += v
+		}
+		return n, nil
+	})
+	fmt.Println(n, err)
+	// Output: 3 <nil>
+}
