@@ -5,6 +5,14 @@ package uring
 // numbers but none of the IORING_* constants.
 
 // Setup flags for Params.Flags, passed to io_uring_setup unchanged.
+//
+// SetupSingleIssuer and SetupDeferTaskrun bind the ring to the OS thread
+// that first submits: from Go, only a goroutine that holds
+// runtime.LockOSThread for the ring's whole life may use such a ring (other
+// threads get EEXIST). With SetupDeferTaskrun, completions are posted only
+// when that thread enters the kernel to get events, and with
+// SetupCoopTaskrun at its next entry for any reason; add SetupTaskrunFlag so
+// that PeekCQE, PeekBatch and ForEachCQE can see when to enter.
 const (
 	SetupIOPoll        uint32 = 1 << 0  // busy-poll for completions (O_DIRECT files only)
 	SetupSQPoll        uint32 = 1 << 1  // a kernel thread polls the SQ; see Params.SQThreadIdle
@@ -12,7 +20,7 @@ const (
 	SetupCQSize        uint32 = 1 << 3  // Params.CQEntries is valid (set automatically when it is non-zero)
 	SetupClamp         uint32 = 1 << 4  // clamp oversized entry counts instead of failing with EINVAL
 	SetupAttachWQ      uint32 = 1 << 5  // share the async worker pool of Params.WQFd
-	SetupRDisabled     uint32 = 1 << 6  // start disabled (enabled through io_uring_register)
+	SetupRDisabled     uint32 = 1 << 6  // start disabled until Ring.Enable
 	SetupSubmitAll     uint32 = 1 << 7  // keep submitting a batch after an SQE fails to prepare
 	SetupCoopTaskrun   uint32 = 1 << 8  // run completion work at the next kernel entry, no IPI
 	SetupTaskrunFlag   uint32 = 1 << 9  // flag pending completion work in the SQ ring (see PeekCQE)
@@ -134,6 +142,7 @@ const (
 	registerFilesUpdate  = 6
 	registerEventFdAsync = 7
 	registerProbe        = 8
+	registerEnableRings  = 12
 )
 
 const (

@@ -27,6 +27,14 @@ func (r *Ring) register(name string, opcode uintptr, arg unsafe.Pointer, nr uint
 	}
 }
 
+// Enable starts a ring created with SetupRDisabled; until then submissions
+// fail with EBADFD. Creating a ring disabled lets registrations (files,
+// buffers) happen before any request can run.
+func (r *Ring) Enable() error {
+	_, err := r.register("enable_rings", registerEnableRings, nil, 0)
+	return err
+}
+
 // RegisterEventFd makes the kernel signal eventfd fd on every posted CQE, so
 // a ring can be waited on with poll/epoll or from another thread.
 func (r *Ring) RegisterEventFd(fd int) error {

@@ -86,6 +86,58 @@ func TestNewFlags(t *testing.T) {
 	}
 }
 
+// With the taskrun flag the kernel announces completions it has not posted
+// yet, and PeekCQE enters the kernel to post them.
+func TestTaskrunFlagPeek(t *testing.T) {
+	for _, flags := range []uint32{
+		SetupCoopTaskrun | SetupTaskrunFlag,
+		SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag,
+	} {
+		func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			r := newRing(t, 4, &Params{Flags: flags})
+			ts := unix.NsecToTimespec(int64(time.Millisecond))
+			s := getSQE(t, r)
+			s.PrepTimeout(&ts, 0, 0)
+			s.SetUserData(1)
+			submit(t, r)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				c, err := r.PeekCQE()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c != nil {
+					if c.UserData != 1 || !errors.Is(c.Err(), syscall.ETIME) {
+						t.Errorf("flags %#x: CQE %+v", flags, *c)
+					}
+					r.CQESeen(c)
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("flags %#x: PeekCQE never saw the expired timeout", flags)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+}
+
+func TestEnableDisabledRing(t *testing.T) {
+	r := newRing(t, 4, &Params{Flags: SetupRDisabled})
+	getSQE(t, r).PrepNop()
+	if _, err := r.Submit(); !errors.Is(err, syscall.EBADFD) {
+		t.Fatalf("Submit on a disabled ring: %v, want EBADFD", err)
+	}
+	if err := r.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if c := reapOne(t, r, 0); c.Res != 0 {
+		t.Errorf("nop after Enable: %+v", c)
+	}
+}
+
 func TestNewClamp(t *testing.T) {
 	var p Params
 	p.Flags = SetupClamp
@@ -214,6 +266,7 @@ func TestClosedRing(t *testing.T) {
 	check("UnregisterFiles", r.UnregisterFiles())
 	check("RegisterBuffers", r.RegisterBuffers([][]byte{make([]byte, 8)}))
 	check("UnregisterBuffers", r.UnregisterBuffers())
+	check("Enable", r.Enable())
 	if r.GetSQE() != nil {
 		t.Error("GetSQE after Close returned an entry")
 	}

@@ -110,8 +110,10 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, ar
 // Submit hands the prepared entries to the kernel without waiting and
 // returns how many it consumed (with SetupSQPoll: how many were published
 // for the poll thread). It makes no system call when there is nothing to
-// submit and no completion to flush. If the kernel reports lost completions
-// the count is returned together with an *OverflowError.
+// submit and no completion to flush. The count is short when an entry
+// fails to prepare (unless SetupSubmitAll): that entry's error arrives as
+// its CQE and the entries after it stay queued for the next Submit. If the
+// kernel reports lost completions the count comes with an *OverflowError.
 func (r *Ring) Submit() (int, error) {
 	return r.submitAndWait(0, -1)
 }
