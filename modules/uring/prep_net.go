@@ -50,7 +50,8 @@ func (s *SQE) PrepRecv(fd int, b []byte, flags int) {
 // chunk of data, each landing in a buffer the kernel picks from group
 // (provided with PrepProvideBuffers); CQE.BufferID names it and CQE.More says
 // the request is still armed (kernel 6.0+). It ends with a CQE without More:
-// end of stream (Res 0), an error, or ENOBUFS when the group ran dry.
+// end of stream (Res 0), an error, or ENOBUFS when the group ran dry. It
+// sets SQEBufferSelect in Flags: a later SetFlags must include it.
 func (s *SQE) PrepRecvMultishot(fd int, group uint16, flags int) {
 	s.prep(OpRecv, fd, 0, 0, 0)
 	s.OpFlags = uint32(flags)

@@ -160,7 +160,8 @@ func (r *Ring) advance(n uint32) {
 	atomic.StoreUint32(r.cq.khead, r.cq.head) // store-release of the CQ head
 }
 
-// CQESeen releases c, the CQE PeekCQE or WaitCQE returned.
+// CQESeen releases c, which must be the CQE PeekCQE or WaitCQE just
+// returned (the oldest one): it is CQAdvance(1).
 func (r *Ring) CQESeen(c *CQE) { r.CQAdvance(1) }
 
 // ForEachCQE calls fn for every ready CQE, oldest first, then releases them
