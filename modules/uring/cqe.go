@@ -5,7 +5,8 @@ import "unsafe"
 // CQE is a completion queue entry, laid out exactly as struct io_uring_cqe
 // (16 bytes). The pointers PeekCQE, WaitCQE, PeekBatch and ForEachCQE hand
 // out point into the ring: read what you need, then release the entry with
-// CQESeen or CQAdvance; after that the kernel may overwrite it.
+// CQESeen or CQAdvance; after that the kernel may overwrite it. The methods
+// take a value, so they work as well on a copy saved before release.
 type CQE struct {
 	UserData uint64 // SQE.UserData of the request
 	Res      int32  // result: >= 0 success (bytes, fd, mask ...), < 0 a negated errno
