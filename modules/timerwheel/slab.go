@@ -97,16 +97,13 @@ func (w *Wheel[T]) pushBack(l *list, home uint16, i int32) {
 	l.tail = i
 }
 
+// pushFront links i before the head of the non-empty list l.
 func (w *Wheel[T]) pushFront(l *list, home uint16, i int32) {
 	n := &w.nodes[i]
 	n.home = home
 	n.prev = nilIndex
 	n.next = l.head
-	if l.head == nilIndex {
-		l.tail = i
-	} else {
-		w.nodes[l.head].prev = i
-	}
+	w.nodes[l.head].prev = i
 	l.head = i
 }
 

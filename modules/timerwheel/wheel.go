@@ -15,7 +15,7 @@ import (
 // on that goroutine and may call any method of the wheel.
 type Wheel[T any] struct {
 	res time.Duration
-	now time.Duration // the latest time passed to Advance
+	now time.Duration // the latest time given to Advance
 	// cur is the tick the wheel has been turned to: every entry due at a
 	// tick <= cur has left the levels for due. Slot placement is relative
 	// to cur (see slotFor).
@@ -48,7 +48,8 @@ func New[T any](cfg Config) (*Wheel[T], error) {
 // Resolution is the wheel's tick length.
 func (w *Wheel[T]) Resolution() time.Duration { return w.res }
 
-// Now is the time passed to the latest Advance (0 before the first).
+// Now is the latest time Advance has been given (0 before the first
+// Advance); an Advance with an earlier time leaves it unchanged.
 func (w *Wheel[T]) Now() time.Duration { return w.now }
 
 // Len is the number of entries inserted and neither fired nor cancelled.
@@ -149,9 +150,12 @@ func (w *Wheel[T]) Advance(now time.Duration, fire func(T)) int {
 // Resolution after the deadline, never before it), or Now if an entry is
 // already due. It reports false if the wheel is empty.
 //
-// The cost is O(levels) with one exception: once the earliest entry of an
-// unsorted upper-level slot has been cancelled, the next call sorts that
-// one slot to find its new minimum (see level).
+// The cost is O(levels), with one exception. An upper-level slot covers
+// many ticks, and its earliest entry is known exactly while its entries
+// arrived in deadline order (the common case: one timeout, a rising
+// clock) or until the earliest of an unordered slot is cancelled. After
+// that, the first call sorts that one slot, O(k log k) for its k entries,
+// and the slot then stays in order until an entry arrives out of order.
 func (w *Wheel[T]) NextDeadline() (time.Duration, bool) {
 	if w.pending.head != nilIndex || w.due.head != nilIndex {
 		return w.now, true
