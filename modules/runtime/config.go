@@ -27,6 +27,7 @@ const (
 	DefaultIOInterval          = 61
 	DefaultRingEntries         = 1024
 	DefaultTimerResolution     = time.Millisecond
+	DefaultSubmitBatch         = 4
 	DefaultStallThreshold      = 10 * time.Millisecond
 	maxWorkers                 = 1024
 	maxLocalQueueCapacity      = 1 << 16
@@ -55,6 +56,10 @@ type Config struct {
 	// (default 1 ms). Sleeps fire no earlier than asked and at most about
 	// one resolution step late on an idle machine.
 	TimerResolution time.Duration
+	// SubmitBatch: a worker submits its prepared I/O operations once this
+	// many are queued, and in any case before it sleeps or every
+	// IOInterval ticks (default 4).
+	SubmitBatch int
 	// PanicPolicy says what a panicking task does (default PanicReturn).
 	PanicPolicy PanicPolicy
 	// StallThreshold is how long a worker may run one task without coming
@@ -98,6 +103,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RingEntries == 0 {
 		c.RingEntries = DefaultRingEntries
 	}
+	if c.SubmitBatch == 0 {
+		c.SubmitBatch = DefaultSubmitBatch
+	}
 	if c.TimerResolution == 0 {
 		c.TimerResolution = DefaultTimerResolution
 	}
@@ -122,6 +130,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RingEntries < 8 || c.RingEntries > maxRingEntries {
 		bad("RingEntries = %d, want 8..%d", c.RingEntries, maxRingEntries)
+	}
+	if c.SubmitBatch < 1 || c.SubmitBatch > c.RingEntries {
+		bad("SubmitBatch = %d, want 1..RingEntries", c.SubmitBatch)
 	}
 	if c.TimerResolution < 0 || c.TimerResolution > time.Second {
 		bad("TimerResolution = %v, want 0 (default) or up to 1s", c.TimerResolution)

@@ -34,6 +34,13 @@ type coro struct {
 	sleepUntil  time.Duration
 	timer       timerwheel.Handle
 	timerWorker *worker
+	// An I/O wait (Submit): the operation, its in-flight record on the
+	// worker's ring, and the completion.
+	ioOp        Op
+	ioRec       int32
+	ioRes       int32
+	ioFlags     uint32
+	ioSubmitErr error
 }
 
 // coroutines maps the identity of every live coroutine goroutine to its

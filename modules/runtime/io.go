@@ -29,6 +29,7 @@ type ioEngine struct {
 	efdMu  sync.RWMutex
 	reapFn func(*uring.CQE)
 	reaped int
+	ioState
 }
 
 // User data of the eventfd read; operation records use other values.
@@ -97,6 +98,7 @@ func (e *ioEngine) wake() {
 // reap handles every ready completion without blocking and returns how many
 // tasks they made runnable.
 func (e *ioEngine) reap() int {
+	e.processCancels()
 	if e.ring.CQReady() == 0 && e.ring.SQReady() == 0 {
 		return 0
 	}
@@ -107,17 +109,20 @@ func (e *ioEngine) reap() int {
 		_ = e.armWake()
 	}
 	if e.ring.SQReady() > 0 {
-		n, _ := e.ring.Submit()
-		e.w.stats.ioSubmitted.Add(uint64(n))
+		e.submit()
 	}
 	return e.reaped
 }
 
 func (e *ioEngine) complete(c *uring.CQE) {
 	e.w.stats.ioCompleted.Add(1)
-	if c.UserData == wakeUserData {
+	switch {
+	case c.UserData == wakeUserData:
 		e.efdArmed = false
-		return
+	case c.UserData >= firstRecord:
+		if e.completeIO(c) {
+			e.reaped++
+		}
 	}
 }
 
@@ -128,6 +133,7 @@ func (e *ioEngine) wait(timeout time.Duration) {
 		_ = e.armWake()
 	}
 	if e.ring.CQReady() == 0 {
+		e.pending = 0
 		_, err := e.ring.SubmitAndWaitTimeout(1, timeout)
 		if err != nil && !errors.Is(err, syscall.ETIME) && !errors.Is(err, syscall.EINTR) {
 			e.w.rt.reportIOError(err)

@@ -17,7 +17,12 @@ const (
 	// the task's own cancel must resume it (a derived context does so
 	// through its AfterFunc).
 	stSelfCancel = 4
-	genShift     = 3
+	// stIO marks an I/O wait: only its completion may end it, so a
+	// cancellation sets stIOCancel and asks the worker for ASYNC_CANCEL
+	// instead of resuming the task.
+	stIO       = 8
+	stIOCancel = 16
+	genShift   = 5
 )
 
 // Reasons a coroutine switches back to its worker.
@@ -32,6 +37,7 @@ const (
 	kindRegister = iota // call the register function given to Suspend
 	kindSleep           // insert into the worker's timer wheel
 	kindJoin            // wait for joinTarget to complete
+	kindIO              // an io_uring operation (Submit)
 )
 
 // Waker resumes one suspended waiter, once. It is the handle a primitive
@@ -167,11 +173,16 @@ func (w *worker) completeSuspend(t *Task) {
 	if ctx == context.Context(t) {
 		st |= stSelfCancel
 	}
-	if kind == kindSleep {
+	switch kind {
+	case kindSleep:
 		// Only this worker fires its wheel, so the entry cannot fire
 		// before the wait is published.
 		c.timer = w.wheel.Insert(c.sleepUntil, Waker{t: t, gen: gen})
 		c.timerWorker = w
+	case kindIO:
+		// Likewise only this worker reaps its ring.
+		w.startIO(t, gen)
+		st |= stIO
 	}
 	t.wstate.Store(gen<<genShift | st)
 	// Dekker pairing with cancel: it stores the error and then loads

@@ -286,8 +286,27 @@ func (t *Task) cancel(err error) {
 // cancelWait resumes suspension gen with a cancellation, if it is still
 // waiting.
 func (t *Task) cancelWait(gen uint64) {
-	if t.claim(gen, stCancelled) {
-		t.rt.enqueue(t)
+	for {
+		s := t.wstate.Load()
+		if s>>genShift != gen || s&stMask != stWaiting {
+			return
+		}
+		if s&stIO == 0 {
+			if t.claim(gen, stCancelled) {
+				t.rt.enqueue(t)
+			}
+			return
+		}
+		if s&stIOCancel != 0 {
+			return // requested already
+		}
+		// Read the worker before the CAS: once the request is recorded
+		// the completion may resume the task, which then moves.
+		w := t.worker
+		if t.wstate.CompareAndSwap(s, s|stIOCancel) {
+			w.requestCancel(t, gen)
+			return
+		}
 	}
 }
 
