@@ -111,7 +111,7 @@ type ioRecord struct {
 	taskGen   uint64
 	op        Op // keeps op's memory reachable until the completion
 	gen       uint32
-	cancelled bool // ASYNC_CANCEL submitted
+	cancelled bool  // ASYNC_CANCEL submitted
 	next      int32 // free list link
 }
 
