@@ -1,3 +1,3 @@
 module github.com/faio-go/faio/bench
 
-go 1.25.0
+go 1.26.0

@@ -1,7 +1,7 @@
 module github.com/faio-go/faio/modules/ringq
 
-go 1.25.0
+go 1.26.0
 
 require pgregory.net/rapid v1.3.0
 
-require go.uber.org/goleak v1.3.0 // indirect
+require go.uber.org/goleak v1.3.0

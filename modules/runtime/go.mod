@@ -10,7 +10,7 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require go.uber.org/goleak v1.3.0 // indirect
+require go.uber.org/goleak v1.3.0
 
 replace (
 	github.com/faio-go/faio/modules/ringq => ../ringq
