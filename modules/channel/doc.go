@@ -1,5 +1,72 @@
-// Package channel provides a bounded multi-producer multi-consumer
-// Channel[T] with Sender and Receiver ends for faio-go tasks.
+// Package channel provides a bounded multi-producer multi-consumer channel
+// for faio-go tasks, with separate Sender and Receiver ends.
 //
-// The package is being built; see the project README for its status.
+//	tx, rx := channel.New[int](16)
+//	go func() {
+//		defer tx.Close()
+//		for i := range 3 {
+//			if err := tx.Send(ctx, i); err != nil { ... }
+//		}
+//	}()
+//	for v := range rx.All(ctx) { ... }
+//
+// Send, Recv and Select suspend the calling task when they must wait, and
+// block the calling goroutine when ctx carries no task, so one channel can
+// connect tasks, plain goroutines, or both. Every wait honours its
+// context: when ctx ends the operation leaves the queue and returns
+// ctx.Err() having moved nothing.
+//
+// # How a value travels
+//
+// A channel holds a ring buffer of Cap() slots, a queue of waiting senders
+// and a queue of waiting receivers. A send hands its value straight to the
+// receiver that has waited longest, else buffers it, else queues itself. A
+// receive takes the oldest buffered value and, if a sender is waiting,
+// moves that sender's value into the freed slot; with nothing buffered it
+// takes a waiting sender's value directly, else queues itself. So values
+// are received in the order their sends completed, and with capacity 0
+// (a rendezvous channel) a send completes only when a receiver takes its
+// value.
+//
+// # Ends and closing
+//
+// New returns one Sender and one Receiver; Clone makes more ends of the
+// same side, and Close drops one. Operations through a closed end fail with
+// ErrClosed. When the last Sender closes, receivers drain the buffer and
+// then get ErrClosed. When the last Receiver closes, waiting and later
+// sends fail with a *SendError that gives their value back (even if the
+// buffer has room: nobody would receive it) and the buffered values are
+// dropped. Closing an end twice returns an error and changes no count.
+//
+// # Waiting and cancellation
+//
+// Waiting is built on runtime.Suspend: the waiter queues itself only after
+// its task has switched away, from the register function, which first
+// tries the operation once more under the lock. Each queued operation has a
+// wait state (waiting, fired, cancelled); a peer completing it claims the
+// state with a compare-and-swap before moving the value, and the waiter,
+// woken by a cancellation, claims it for the cancellation under the
+// channel's lock. Exactly one claim wins: if the peer's did, the operation
+// happened and returns success; if the cancellation's did, the peer skips
+// the waiter and serves the next one. No value is lost or duplicated.
+// Operations that complete without waiting charge the task's cooperative
+// budget (runtime.Consume), so a task looping on a ready channel still
+// lets its worker run others.
+//
+// # Why a lock
+//
+// The state is guarded by a sync.Mutex held for a few dozen instructions
+// and never across a suspension: each operation changes the buffer and the
+// two queues together, and the hand-off between a sender and a queued
+// receiver must be decided atomically with the state of both queues. A
+// lock-free design would need a multi-word protocol for that (as Go's own
+// channels also use a lock). Because the lock is never held while waiting
+// and the critical sections are short, a task that finds it taken spins
+// only briefly; waiting itself always goes through runtime.Suspend.
+//
+// # Select
+//
+// Select waits on several SendCase and RecvCase operations, possibly of
+// different element types, and performs the first that is ready, choosing
+// at random among those ready together.
 package channel

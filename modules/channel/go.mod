@@ -2,10 +2,13 @@ module github.com/faio-go/faio/modules/channel
 
 go 1.26.0
 
-require github.com/faio-go/faio/modules/runtime v0.0.0
+require (
+	github.com/faio-go/faio/modules/ringq v0.0.0
+	github.com/faio-go/faio/modules/runtime v0.0.0
+	go.uber.org/goleak v1.3.0
+)
 
 require (
-	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
 	github.com/faio-go/faio/modules/uring v0.0.0 // indirect

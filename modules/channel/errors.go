@@ -1,0 +1,42 @@
+package channel
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrClosed reports an operation on a channel whose other side is gone
+	// (a Recv after the last Sender closed and the buffer drained, a Send
+	// after the last Receiver closed) or through an end that was itself
+	// closed. Send and TrySend return it wrapped in a *SendError that gives
+	// the value back.
+	ErrClosed = errors.New("channel: closed")
+
+	// ErrFull is returned by TrySend when the value could neither be handed
+	// to a waiting receiver nor buffered. The value was not sent.
+	ErrFull = errors.New("channel: full")
+
+	// ErrEmpty is returned by TryRecv when there is neither a buffered
+	// value nor a waiting sender.
+	ErrEmpty = errors.New("channel: empty")
+
+	// errEndClosed is what Close returns for an end closed before: the
+	// counts of ends were not touched.
+	errEndClosed = fmt.Errorf("%w: end already closed", ErrClosed)
+)
+
+// SendError is the error of a send that failed because the channel, or the
+// Sender it went through, was closed. It carries the value that was not
+// delivered, so the caller may keep or reroute it. errors.Is(err, ErrClosed)
+// holds for it.
+type SendError[T any] struct {
+	// Value is the value that was not delivered.
+	Value T
+}
+
+// Error implements error.
+func (e *SendError[T]) Error() string { return "channel: send on closed channel" }
+
+// Unwrap returns ErrClosed.
+func (e *SendError[T]) Unwrap() error { return ErrClosed }

@@ -1,0 +1,213 @@
+package channel
+
+import (
+	"cmp"
+	"context"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+// Case is one operation of a Select, made by Sender.SendCase or
+// Receiver.RecvCase. A Case may be passed to many Select calls one after
+// the other, but to one Select at a time and only once per call.
+type Case interface {
+	lock() *chanLock
+	// tryLocked attempts the operation without waiting; the channel's lock
+	// is held. It returns the Waker of the peer served, to wake once the
+	// lock is released.
+	tryLocked() (outcome, runtime.Waker)
+	// enqueueLocked queues the case as case index of the Select waiting
+	// on g; dequeueLocked takes it out again if no peer has.
+	enqueueLocked(g *wait, index int)
+	dequeueLocked()
+	// result finishes a case that fired: it stores a received value and
+	// returns the error the case ended with.
+	result() error
+}
+
+// Select waits until one of cases can proceed, performs it and returns its
+// index in cases. When several are ready at once it picks one at random, so
+// none starves. A case whose channel or end is closed counts as ready: its
+// index comes back with ErrClosed (a receive) or a *SendError carrying the
+// value (a send), as Recv and Send would return. A nil Case is never ready,
+// like a nil channel in a select statement, so cases can be switched off.
+//
+// Select returns -1 and ctx.Err() when ctx ends first (then no case
+// happened), or at once when ctx is already done. With no non-nil case it
+// waits for ctx to end. Like Send and Recv it suspends a task and blocks a
+// plain goroutine.
+//
+// Select locks the channels of its cases together (in a fixed global
+// order, so two Selects cannot deadlock) when it looks for a ready case and
+// when it queues itself; so it either finds a case ready or is queued on
+// every channel, and a peer arriving on any of them completes exactly one
+// case.
+func Select(ctx context.Context, cases ...Case) (int, error) {
+	if err := runtime.Consume(ctx); err != nil {
+		return -1, err
+	}
+	order := make([]int, 0, len(cases))
+	for i, k := range cases {
+		if k != nil {
+			order = append(order, i)
+		}
+	}
+	for i := len(order) - 1; i > 0; i-- {
+		j := rand.IntN(i + 1)
+		order[i], order[j] = order[j], order[i]
+	}
+	locks := lockSet(cases)
+
+	lockAll(locks)
+	for _, i := range order {
+		if res, peer := cases[i].tryLocked(); res != outcomeWait {
+			unlockAll(locks)
+			peer.Wake()
+			return i, cases[i].result()
+		}
+	}
+	unlockAll(locks)
+
+	g := &wait{}
+	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
+		lockAll(locks)
+		if g.state.Load() != waiting {
+			// Cancelled before this ran; the Select has returned.
+			unlockAll(locks)
+			return true
+		}
+		// Nothing of g is queued yet and the owner needs all the locks to
+		// cancel, so g is ours until the nodes go in.
+		for _, i := range order {
+			if res, peer := cases[i].tryLocked(); res != outcomeWait {
+				g.index = i
+				g.state.Store(fired)
+				unlockAll(locks)
+				peer.Wake()
+				return false
+			}
+		}
+		g.waker = wk
+		for _, i := range order {
+			cases[i].enqueueLocked(g, i)
+		}
+		unlockAll(locks)
+		return true
+	})
+
+	lockAll(locks)
+	cancel := err != nil && g.state.CompareAndSwap(waiting, cancelled)
+	for _, i := range order {
+		cases[i].dequeueLocked()
+	}
+	unlockAll(locks)
+	if cancel {
+		return -1, err
+	}
+	// Fired: by register, which woke us after writing g.index, or by a
+	// peer, which wrote it under a lock we have held since.
+	return g.index, cases[g.index].result()
+}
+
+// lockSet returns the distinct channel locks of cases in id order.
+func lockSet(cases []Case) []*chanLock {
+	locks := make([]*chanLock, 0, len(cases))
+	for _, k := range cases {
+		if k != nil {
+			locks = append(locks, k.lock())
+		}
+	}
+	slices.SortFunc(locks, func(a, b *chanLock) int { return cmp.Compare(a.id, b.id) })
+	return slices.Compact(locks)
+}
+
+func lockAll(locks []*chanLock) {
+	for _, l := range locks {
+		l.mu.Lock()
+	}
+}
+
+func unlockAll(locks []*chanLock) {
+	for _, l := range locks {
+		l.mu.Unlock()
+	}
+}
+
+// sendCase is the Case of Sender.SendCase.
+type sendCase[T any] struct {
+	s    *Sender[T]
+	v    T
+	node waiter[T]
+}
+
+func (k *sendCase[T]) lock() *chanLock { return &k.s.ch.chanLock }
+
+func (k *sendCase[T]) tryLocked() (outcome, runtime.Waker) {
+	res, peer := k.s.ch.sendLocked(&k.s.end, k.v)
+	k.node.closed = res == outcomeClosed
+	return res, peer
+}
+
+func (k *sendCase[T]) enqueueLocked(g *wait, index int) {
+	n := &k.node
+	n.g, n.index, n.end, n.val, n.closed = g, index, &k.s.end, k.v, false
+	k.s.ch.sendq.push(n)
+}
+
+func (k *sendCase[T]) dequeueLocked() {
+	if k.node.queued {
+		k.s.ch.sendq.remove(&k.node)
+	}
+}
+
+func (k *sendCase[T]) result() error {
+	var zero T
+	k.node.val, k.node.g, k.node.end = zero, nil, nil
+	if k.node.closed {
+		return &SendError[T]{Value: k.v}
+	}
+	return nil
+}
+
+// recvCase is the Case of Receiver.RecvCase.
+type recvCase[T any] struct {
+	r    *Receiver[T]
+	dst  *T
+	node waiter[T]
+}
+
+func (k *recvCase[T]) lock() *chanLock { return &k.r.ch.chanLock }
+
+func (k *recvCase[T]) tryLocked() (outcome, runtime.Waker) {
+	v, res, peer := k.r.ch.recvLocked(&k.r.end)
+	k.node.val, k.node.closed = v, res == outcomeClosed
+	return res, peer
+}
+
+func (k *recvCase[T]) enqueueLocked(g *wait, index int) {
+	n := &k.node
+	var zero T
+	n.g, n.index, n.end, n.val, n.closed = g, index, &k.r.end, zero, false
+	k.r.ch.recvq.push(n)
+}
+
+func (k *recvCase[T]) dequeueLocked() {
+	if k.node.queued {
+		k.r.ch.recvq.remove(&k.node)
+	}
+}
+
+func (k *recvCase[T]) result() error {
+	var zero T
+	v := k.node.val
+	k.node.val, k.node.g, k.node.end = zero, nil, nil
+	if k.node.closed {
+		return ErrClosed
+	}
+	if k.dst != nil {
+		*k.dst = v
+	}
+	return nil
+}
