@@ -5,19 +5,21 @@ import (
 	"sync/atomic"
 )
 
-// minGlobalCap is the smallest ring a GlobalQueue allocates and the size
-// below which it stops shrinking. Two overflow batches of a default local
-// queue (129 items each) fit without a second allocation.
+// minGlobalCap is the smallest ring a GlobalQueue allocates and the size it
+// never shrinks below. The overflow batch of a default-size local queue
+// (129 items) fits in it.
 const minGlobalCap = 256
 
 // GlobalQueue is an unbounded FIFO safe for any number of producers and
 // consumers: the scheduler's injection queue, fed by spawns from outside the
 // workers and by the overflow of full local queues (it implements Sink).
 //
-// It is a mutex around a power-of-two ring that doubles when full and halves
-// when three quarters empty, so the steady state allocates nothing and a
-// burst does not pin its peak memory forever. The item count is mirrored in
-// an atomic so that idle workers can poll Len without taking the lock.
+// It is a mutex around a power-of-two ring that doubles when full and
+// shrinks once it has turned over at low occupancy (see shrinkIfIdle), so
+// the steady state, even one that swings between empty and a large backlog,
+// allocates nothing, while a one-off burst does not pin its peak memory
+// forever. The item count is mirrored in an atomic so that idle workers can
+// poll Len without taking the lock.
 //
 // The zero value is not usable; call NewGlobalQueue.
 type GlobalQueue[T any] struct {
@@ -25,6 +27,10 @@ type GlobalQueue[T any] struct {
 	buf    []T // len is 0 or a power of two
 	head   int // index of the oldest item
 	closed bool
+
+	// peak is the largest count since the shrink window opened, and popped
+	// the number of items popped since then. See shrinkIfIdle.
+	peak, popped int
 
 	// count is written only under mu, in the same critical section that
 	// changes the ring, so a lock-free Load returns a size the queue really
@@ -69,6 +75,7 @@ func (q *GlobalQueue[T]) Push(v T) error {
 	q.reserve(n + 1)
 	q.buf[(q.head+n)&(len(q.buf)-1)] = v
 	q.count.Store(int64(n + 1))
+	q.peak = max(q.peak, n+1)
 	return nil
 }
 
@@ -89,6 +96,7 @@ func (q *GlobalQueue[T]) PushBatch(items []T) error {
 	a, b := q.span(n, len(items))
 	copy(b, items[copy(a, items):])
 	q.count.Store(int64(n + len(items)))
+	q.peak = max(q.peak, n+len(items))
 	return nil
 }
 
@@ -110,7 +118,7 @@ func (q *GlobalQueue[T]) Pop() (T, bool) {
 	q.buf[q.head] = zero
 	q.head = (q.head + 1) & (len(q.buf) - 1)
 	q.count.Store(int64(n - 1))
-	q.maybeShrink(n - 1)
+	q.shrinkIfIdle(1)
 	return v, true
 }
 
@@ -134,7 +142,7 @@ func (q *GlobalQueue[T]) PopBatch(dst []T, n int) []T {
 	clear(b)
 	q.head = (q.head + k) & (len(q.buf) - 1)
 	q.count.Store(int64(have - k))
-	q.maybeShrink(have - k)
+	q.shrinkIfIdle(k)
 	return dst
 }
 
@@ -160,19 +168,31 @@ func (q *GlobalQueue[T]) reserve(need int) {
 	q.resize(c)
 }
 
-// maybeShrink halves the ring, as often as needed, while at most a quarter
-// of it is used. A shrunk ring is then between a quarter and half full, so
-// the factor-two gap to the grow threshold keeps a queue whose size hovers
-// around either threshold from reallocating on every operation. Caller
-// holds mu.
-func (q *GlobalQueue[T]) maybeShrink(n int) {
-	c := len(q.buf)
-	for c > minGlobalCap && n <= c/4 {
-		c /= 2
+// shrinkIfIdle counts k more pops and, once the pops since the window
+// opened reach the ring's size (the ring has turned over once), shrinks the
+// ring if the count never rose above a quarter of it in that window. Then a
+// new window opens.
+//
+// Shrinking on a low count alone would reallocate on every cycle of a
+// workload that drains to empty and refills: measured over a full turnover,
+// the window of such a workload always contains its peak, which the ring was
+// grown to hold, so it never shrinks. The new ring holds at least twice the
+// window's peak, leaving the same factor-two gap to the grow threshold.
+// Caller holds mu.
+func (q *GlobalQueue[T]) shrinkIfIdle(k int) {
+	q.popped += k
+	if q.popped < len(q.buf) {
+		return
 	}
-	if c != len(q.buf) {
+	if len(q.buf) > minGlobalCap && q.peak <= len(q.buf)/4 {
+		c := minGlobalCap
+		for c < 2*q.peak {
+			c *= 2
+		}
 		q.resize(c)
 	}
+	q.popped = 0
+	q.peak = int(q.count.Load())
 }
 
 // resize moves the items into a new ring of capacity c, a power of two that

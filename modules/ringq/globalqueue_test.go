@@ -79,9 +79,9 @@ func TestGlobalQueueCloseDrains(t *testing.T) {
 	}
 }
 
-// The ring grows for a burst and gives the memory back once it drains,
-// reusing its storage in the steady state.
-func TestGlobalQueueGrowsAndShrinks(t *testing.T) {
+// The ring grows for a burst and gives the memory back once it has turned
+// over at low occupancy.
+func TestGlobalQueueShrinksAfterBurst(t *testing.T) {
 	q := NewGlobalQueue[int]()
 	const burst = 10 * minGlobalCap
 	for v := 1; v <= burst; v++ {
@@ -89,28 +89,47 @@ func TestGlobalQueueGrowsAndShrinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(q.buf) < burst {
-		t.Fatalf("ring of %d for %d items", len(q.buf), burst)
+	grown := len(q.buf)
+	if grown < burst || grown >= 2*burst {
+		t.Fatalf("ring of %d for %d items", grown, burst)
 	}
 	for v := 1; v <= burst; v++ {
 		if got, ok := q.Pop(); !ok || got != v {
 			t.Fatalf("Pop = %d, %v; want %d", got, ok, v)
 		}
 	}
-	if len(q.buf) != minGlobalCap {
-		t.Fatalf("ring of %d after draining, want %d", len(q.buf), minGlobalCap)
+	// Light traffic for two turnovers of the big ring: the first window
+	// still saw the burst, the second did not.
+	for range 2 * grown {
+		q.Push(1)
+		q.Pop()
 	}
-	allocs := testing.AllocsPerRun(100, func() {
-		q.PushBatch(seq(1, 0)) // no-op batch
-		for v := range 100 {
-			q.Push(v)
-		}
+	if len(q.buf) != minGlobalCap {
+		t.Fatalf("ring of %d after the burst passed, want %d", len(q.buf), minGlobalCap)
+	}
+}
+
+// A queue that keeps swinging between empty and a large backlog must not
+// reallocate on each swing.
+func TestGlobalQueueOscillationDoesNotAllocate(t *testing.T) {
+	q := NewGlobalQueue[int]()
+	batch := make([]int, 64)
+	out := make([]int, 0, 64)
+	swing := func() {
 		for range 100 {
-			q.Pop()
+			q.Push(1)
 		}
-	})
-	if allocs != 0 {
-		t.Fatalf("steady-state push/pop allocated %v times per run", allocs)
+		for range 50 {
+			q.PushBatch(batch)
+		}
+		for q.Len() > 0 {
+			q.Pop()
+			out = q.PopBatch(out[:0], cap(out))
+		}
+	}
+	swing() // grows the ring once
+	if allocs := testing.AllocsPerRun(50, swing); allocs != 0 {
+		t.Fatalf("a fill-and-drain cycle allocated %v times", allocs)
 	}
 }
 

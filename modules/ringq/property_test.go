@@ -44,7 +44,7 @@ func TestGlobalQueueMatchesModel(t *testing.T) {
 		q := NewGlobalQueue[int]()
 		var model []int
 		closed := false
-		next := 0
+		next, maxLen := 0, 0
 		pushErr := func(err error) {
 			if closed && err != ErrClosed || !closed && err != nil {
 				rt.Fatalf("push on closed=%v queue: %v", closed, err)
@@ -60,7 +60,8 @@ func TestGlobalQueueMatchesModel(t *testing.T) {
 				}
 			},
 			"PushBatch": func(rt *rapid.T) {
-				items := make([]int, rapid.IntRange(0, 700).Draw(rt, "k"))
+				k := rapid.OneOf(rapid.IntRange(0, 20), rapid.IntRange(300, 1100)).Draw(rt, "k")
+				items := make([]int, k)
 				for i := range items {
 					next++
 					items[i] = next
@@ -85,7 +86,7 @@ func TestGlobalQueueMatchesModel(t *testing.T) {
 				model = model[1:]
 			},
 			"PopBatch": func(rt *rapid.T) {
-				n := rapid.IntRange(-1, 900).Draw(rt, "n")
+				n := rapid.OneOf(rapid.IntRange(-1, 20), rapid.IntRange(300, 1200)).Draw(rt, "n")
 				got := q.PopBatch([]int{-1}, n)
 				k := min(max(n, 0), len(model))
 				if got[0] != -1 || len(got) != k+1 {
@@ -98,23 +99,52 @@ func TestGlobalQueueMatchesModel(t *testing.T) {
 				}
 				model = model[k:]
 			},
-			"Close": func(*rapid.T) {
-				q.Close()
-				closed = true
+			// Many single pushes and pops at low occupancy turn the ring
+			// over, which is what lets it shrink after a burst.
+			"Trickle": func(rt *rapid.T) {
+				for range rapid.SampledFrom([]int{1, 7, 300, 2500}).Draw(rt, "pairs") {
+					if !closed {
+						next++
+						if err := q.Push(next); err != nil {
+							rt.Fatalf("Push: %v", err)
+						}
+						model = append(model, next)
+					}
+					v, ok := q.Pop()
+					if len(model) == 0 {
+						if ok {
+							rt.Fatalf("Pop on empty = %d, true", v)
+						}
+						continue
+					}
+					if !ok || v != model[0] {
+						rt.Fatalf("Pop = %d, %v; want %d", v, ok, model[0])
+					}
+					model = model[1:]
+				}
+			},
+			// Close ends the interesting part of a run, so it is rare.
+			"Close": func(rt *rapid.T) {
+				if rapid.IntRange(0, 9).Draw(rt, "roll") == 0 {
+					q.Close()
+					closed = true
+				}
 			},
 			"": func(rt *rapid.T) {
 				if q.Len() != len(model) || q.Closed() != closed {
 					rt.Fatalf("Len %d Closed %v, want %d %v", q.Len(), q.Closed(), len(model), closed)
 				}
-				checkGlobalSlots(rt, q)
+				maxLen = max(maxLen, len(model))
+				checkGlobalSlots(rt, q, maxLen)
 			},
 		})
 	})
 }
 
 // checkGlobalSlots verifies that only live slots hold items and that the
-// ring is not oversized for what it holds.
-func checkGlobalSlots(rt *rapid.T, q *GlobalQueue[int]) {
+// ring is a power of two no bigger than growth to the largest size the
+// queue ever had requires.
+func checkGlobalSlots(rt *rapid.T, q *GlobalQueue[int], maxLen int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := int(q.count.Load())
@@ -127,8 +157,8 @@ func checkGlobalSlots(rt *rapid.T, q *GlobalQueue[int]) {
 	if live != n {
 		rt.Fatalf("%d non-zero slots for %d items", live, n)
 	}
-	if len(q.buf) > minGlobalCap && n <= len(q.buf)/4 {
-		rt.Fatalf("ring of %d slots kept for %d items", len(q.buf), n)
+	if c := len(q.buf); c&(c-1) != 0 || c < n || c > max(minGlobalCap, 2*maxLen) {
+		rt.Fatalf("ring of %d slots for %d items (at most %d ever)", c, n, maxLen)
 	}
 }
 
