@@ -15,10 +15,10 @@ const minGlobalCap = 256
 // workers and by the overflow of full local queues (it implements Sink).
 //
 // It is a mutex around a power-of-two ring that doubles when full and
-// shrinks once it has turned over at low occupancy (see shrinkIfIdle), so
-// the steady state, even one that swings between empty and a large backlog,
-// allocates nothing, while a one-off burst does not pin its peak memory
-// forever. The item count is mirrored in an atomic so that idle workers can
+// halves (or more) only after a whole turnover of the ring during which at
+// most a quarter of it was in use. So the steady state, even one that swings
+// between empty and a large backlog, allocates nothing, while a one-off
+// burst does not pin its peak memory forever. The item count is mirrored in an atomic so that idle workers can
 // poll Len without taking the lock.
 //
 // The zero value is not usable; call NewGlobalQueue.

@@ -22,7 +22,8 @@ const MaxLocalQueueCapacity = 1 << 16
 //
 // PushBatch must take either all of items or none of them, returning an
 // error in the second case, and must not keep a reference to the slice after
-// it returns: LocalQueue reuses it.
+// it returns: LocalQueue reuses it. It runs in the middle of the owner's
+// Push, so it must not call the owner methods of that queue.
 type Sink[T any] interface {
 	PushBatch(items []T) error
 }
@@ -33,14 +34,16 @@ type Sink[T any] interface {
 // The owner is the one goroutine that may call Push, PushBatch, Pop,
 // RemainingCap, and StealInto with this queue as the destination. Any
 // goroutine may call StealInto with this queue as the victim, and Len, Cap
-// and IsStealing. Calling an owner method from two goroutines at once is a
-// data race.
+// and IsStealing. Calling owner methods from two goroutines at once is a
+// data race; ownership may pass from one goroutine to another through any
+// synchronization (a channel, a mutex) as long as one owner acts at a time.
 //
 // # Positions
 //
-// Every slot ever written has a position: a free-running uint32 counter that
-// wraps at 2^32. Position p lives in buf[p & mask]. Differences of positions
-// are taken in uint32 arithmetic, so wrap-around needs no special case.
+// Every item pushed gets a position: a free-running uint32 counter that
+// wraps at 2^32. Position p lives in slot p mod Cap. Differences of
+// positions are taken in uint32 arithmetic, so wrap-around needs no special
+// case.
 //
 // # Happens-before
 //

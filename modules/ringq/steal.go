@@ -1,13 +1,14 @@
 package ringq
 
-// StealInto moves about half of q's items into dst and returns one more of
-// them for the caller to run at once. It must be called by dst's owner; any
-// number of goroutines may steal from q concurrently, each into its own
-// queue.
+// StealInto takes about half of q's items: it returns one of them for the
+// caller to run at once and appends the rest to dst. It must be called by
+// dst's owner; any number of goroutines may steal from q concurrently, each
+// into its own queue.
 //
-// It takes ceil(Len/2) items from the head of q, so a single waiting item
-// can be stolen too, capped at what dst can hold. The last item taken is
-// returned and the rest are appended to dst in their order in q.
+// It takes the oldest ceil(Len/2) items of q, so a single waiting item can
+// be stolen too, but no more than dst can hold plus the one returned. The
+// last item taken is returned and the others are appended to dst in their
+// order in q.
 //
 // StealInto returns the zero value and false, changing nothing, when q is
 // empty, when another thief is stealing from q at that moment, when dst is
