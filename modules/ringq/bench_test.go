@@ -83,55 +83,6 @@ func BenchmarkLocalQueueStealInto(b *testing.B) {
 	}
 }
 
-// BenchmarkLocalQueueStealContended has an owner goroutine pushing and
-// popping while the benchmark goroutine steals from it; ns/op is per
-// successful or refused steal attempt, with the owner running alongside.
-func BenchmarkLocalQueueStealContended(b *testing.B) {
-	victim, _ := NewLocalQueue[*int](256)
-	dst, _ := NewLocalQueue[*int](256)
-	g := NewGlobalQueue[*int]()
-	stop := make(chan struct{})
-	started := make(chan struct{})
-	done := make(chan struct{})
-	v := new(int)
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			if i == 1 {
-				close(started)
-			}
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			for range 16 {
-				_ = victim.Push(v, g)
-			}
-			for range 8 {
-				victim.Pop()
-			}
-			if g.Len() > 4096 {
-				for _, ok := g.Pop(); ok; _, ok = g.Pop() {
-				}
-			}
-		}
-	}()
-	<-started
-	var stolen int
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, ok := victim.StealInto(dst); ok {
-			stolen++
-		}
-		for _, ok := dst.Pop(); ok; _, ok = dst.Pop() {
-		}
-	}
-	close(stop)
-	<-done
-	b.ReportMetric(float64(stolen)/float64(b.N), "hits/op")
-}
-
 // BenchmarkGlobalQueuePushPop is one Push and one Pop per op, uncontended.
 func BenchmarkGlobalQueuePushPop(b *testing.B) {
 	q := NewGlobalQueue[*int]()
