@@ -1,0 +1,226 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// fdGuard owns one file descriptor of a File, Conn, Listener or UDPConn and
+// makes use-after-Close safe: a descriptor number is reused by the kernel as
+// soon as it is closed, so an operation that raced with Close could
+// otherwise read from, write to or close somebody else's file.
+//
+// state counts references (in units of guardRef) plus the guardClosing bit.
+// The owner holds one reference from creation until Close; every operation
+// takes one for as long as it may touch the descriptor (from before it is
+// prepared until its completion has been reaped). Close sets guardClosing,
+// after which no reference is granted, and drops the owner's reference.
+// Whoever drops the last reference closes the descriptor: Close itself when
+// nothing is in flight, otherwise the last operation to finish. So the
+// descriptor is closed exactly once, and only when no operation can still
+// name it.
+//
+// An operation that finishes after Close began reports the "closed" error of
+// its kind (net.ErrClosed, fs.ErrClosed), whatever the kernel said: its
+// result is an artefact of the shutdown.
+type fdGuard struct {
+	state atomic.Uint64
+	fd    int
+	rt    *Runtime
+	// socket: Close shuts the socket down first when operations are in
+	// flight, which wakes them (a receive returns 0, an accept EINVAL, a
+	// send EPIPE) on whichever worker's ring they wait. Without it Close
+	// would have to find every ring holding one of them; regular files
+	// need nothing, their operations always finish on their own.
+	socket bool
+
+	mu       sync.Mutex
+	isClosed bool  // the descriptor has been closed
+	closeErr error // what close(2) said
+	closer   Waker // Close waiting for the last reference
+}
+
+const (
+	guardClosing = 1
+	guardRef     = 2
+)
+
+func (g *fdGuard) init(rt *Runtime, fd int, socket bool) {
+	g.rt, g.fd, g.socket = rt, fd, socket
+	g.state.Store(guardRef)
+}
+
+// incref takes a reference for an operation; false once Close has begun.
+func (g *fdGuard) incref() bool {
+	for {
+		s := g.state.Load()
+		if s&guardClosing != 0 {
+			return false
+		}
+		if g.state.CompareAndSwap(s, s+guardRef) {
+			return true
+		}
+	}
+}
+
+// closing reports whether Close has begun.
+func (g *fdGuard) closing() bool { return g.state.Load()&guardClosing != 0 }
+
+// decref drops a reference; the last one after Close closes the descriptor.
+// ctx is the caller's, used (without its cancellation) to run the close
+// through the ring.
+func (g *fdGuard) decref(ctx context.Context) {
+	if g.state.Add(^uint64(guardRef-1)) == guardClosing {
+		g.destroy(ctx)
+	}
+}
+
+// decrefNow is decref for callers without a context of their own (a task
+// must not wait for another task with a context that is not its own): the
+// last reference closes with close(2) on the spot.
+func (g *fdGuard) decrefNow() {
+	if g.state.Add(^uint64(guardRef-1)) == guardClosing {
+		g.closed(unix.Close(g.fd))
+	}
+}
+
+// errAlreadyClosed is returned by close to the second caller of Close;
+// the types turn it into their own "closed" error.
+var errAlreadyClosed = errors.New("runtime: descriptor already closed")
+
+// close begins closing, drops the owner's reference and waits until the
+// descriptor is closed, returning close(2)'s error. A second call returns
+// errAlreadyClosed. If ctx is done first, close returns ctx.Err(); the
+// descriptor is then closed by the last operation to finish.
+func (g *fdGuard) close(ctx context.Context) error {
+	var s uint64
+	for {
+		s = g.state.Load()
+		if s&guardClosing != 0 {
+			return errAlreadyClosed
+		}
+		if g.state.CompareAndSwap(s, s|guardClosing) {
+			break
+		}
+	}
+	if g.socket && s > guardRef {
+		// Still referenced by the owner, so the descriptor is open. The
+		// errno is irrelevant: shutdown wakes the waiters even where it
+		// reports ENOTCONN (an unconnected UDP socket).
+		_ = unix.Shutdown(g.fd, unix.SHUT_RDWR)
+	}
+	g.decref(ctx)
+	if done, err := g.closeResult(); done {
+		// Nothing was in flight: closed already, whatever ctx says.
+		return err
+	}
+	err := Suspend(ctx, func(w Waker) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.isClosed {
+			return false
+		}
+		g.closer = w
+		return true
+	})
+	if done, cerr := g.closeResult(); done {
+		return cerr
+	}
+	return err
+}
+
+func (g *fdGuard) closeResult() (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.isClosed, g.closeErr
+}
+
+// destroy closes the descriptor, through the ring when a runtime can run it
+// and with close(2) otherwise (the runtime is closed, say), and wakes Close.
+// Cancellation of ctx must not leave the descriptor open, so the close runs
+// without it.
+func (g *fdGuard) destroy(ctx context.Context) {
+	op := closeOps.Get().(*fdOp)
+	op.opcode, op.fd = opClose, g.fd
+	res, serr := SubmitOn(context.WithoutCancel(ctx), g.rt, op)
+	closeOps.Put(op)
+	if serr != nil {
+		g.closed(unix.Close(g.fd))
+		return
+	}
+	g.closed(res.Err())
+}
+
+// closed records the outcome of close(2) and wakes Close.
+func (g *fdGuard) closed(err error) {
+	g.mu.Lock()
+	g.isClosed, g.closeErr = true, err
+	w := g.closer
+	g.closer = Waker{}
+	g.mu.Unlock()
+	w.Wake()
+}
+
+var closeOps = sync.Pool{New: func() any { return new(fdOp) }}
+
+// opLock serialises the operations of one kind on a descriptor (the reads
+// of a Conn, the position-based I/O of a File), so that a Write is not
+// interleaved with another and an operation struct embedded in its owner
+// is used by one operation at a time. Waiters suspend (or block, outside
+// tasks) in FIFO order; a cancelled waiter gives up its place.
+type opLock struct {
+	mu      sync.Mutex
+	held    bool
+	waiters []Waker // waiters[head:] wait, oldest first
+	head    int
+}
+
+// lock acquires l, or returns ctx.Err() and leaves l unchanged.
+func (l *opLock) lock(ctx context.Context) error {
+	l.mu.Lock()
+	if !l.held {
+		l.held = true
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.Unlock()
+	return Suspend(ctx, func(w Waker) bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if !l.held {
+			l.held = true
+			return false
+		}
+		if l.head > 0 && l.head >= len(l.waiters)/2 {
+			// Reclaim the slots of waiters already served, so a lock
+			// that is never free does not grow its queue forever.
+			n := copy(l.waiters, l.waiters[l.head:])
+			clear(l.waiters[n:])
+			l.waiters, l.head = l.waiters[:n], 0
+		}
+		l.waiters = append(l.waiters, w)
+		return true
+	})
+}
+
+// unlock hands l to the first waiter still waiting, or frees it. A Waker
+// whose waiter was cancelled refuses the hand-off (Wake returns false) and
+// the next one is tried, so the lock is never handed to nobody.
+func (l *opLock) unlock() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.head < len(l.waiters) {
+		w := l.waiters[l.head]
+		l.waiters[l.head] = Waker{}
+		l.head++
+		if w.Wake() {
+			return
+		}
+	}
+	l.waiters, l.head = l.waiters[:0], 0
+	l.held = false
+}

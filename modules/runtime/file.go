@@ -1,0 +1,447 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"sync"
+
+	"github.com/faio-go/faio/modules/uring"
+	"golang.org/x/sys/unix"
+)
+
+// File is an open file whose I/O runs on the io_uring of the worker
+// running the calling task. It mirrors os.File, with a context first in
+// every method that may wait: that context's task is suspended while the
+// kernel works, and its cancellation or deadline cancels the operation.
+//
+// A File is safe for concurrent use. ReadAt, WriteAt, Stat and Sync run in
+// parallel; Read, Write, Readv, Writev and Seek share the file position and
+// run one at a time, in the order they were called. The methods also work
+// from plain goroutines (the context then carries no task): each operation
+// is handed to a task on the File's runtime and the goroutine blocks until
+// it is done.
+type File struct {
+	g    fdGuard
+	name string
+	pos  opLock // held by the operations that use the file position
+	// Used only under pos, so position I/O allocates nothing.
+	posOp fdOp
+	vec   vecOp
+}
+
+var fdOps = sync.Pool{New: func() any { return new(fdOp) }}
+
+// Open opens name for reading on the runtime of ctx's task, like os.Open.
+// ctx must carry a faio task; from other goroutines use (*Runtime).Open.
+func Open(ctx context.Context, name string) (*File, error) {
+	return OpenFile(ctx, name, unix.O_RDONLY, 0)
+}
+
+// Create creates or truncates name for reading and writing, like os.Create.
+// ctx must carry a faio task; from other goroutines use (*Runtime).Create.
+func Create(ctx context.Context, name string) (*File, error) {
+	return OpenFile(ctx, name, unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o666)
+}
+
+// OpenFile opens name with flag (os.O_RDONLY, os.O_CREATE, ...) and, when
+// creating, permissions perm (before the umask), like os.OpenFile, through
+// IORING_OP_OPENAT on the runtime of ctx's task. The descriptor is always
+// close-on-exec. Errors are *fs.PathError: errors.Is(err, fs.ErrNotExist)
+// works. ctx must carry a faio task; from other goroutines use
+// (*Runtime).OpenFile.
+func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*File, error) {
+	rt, err := runtimeOf(ctx)
+	if err != nil {
+		return nil, pathError("open", name, err)
+	}
+	return rt.OpenFile(ctx, name, flag, perm)
+}
+
+// Open is the package-level Open for any goroutine: the File uses rt.
+func (rt *Runtime) Open(ctx context.Context, name string) (*File, error) {
+	return rt.OpenFile(ctx, name, unix.O_RDONLY, 0)
+}
+
+// Create is the package-level Create for any goroutine: the File uses rt.
+func (rt *Runtime) Create(ctx context.Context, name string) (*File, error) {
+	return rt.OpenFile(ctx, name, unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o666)
+}
+
+// OpenFile is the package-level OpenFile for any goroutine: the open and
+// every later operation of the File run on rt (on the worker of the calling
+// task when ctx carries one).
+func (rt *Runtime) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*File, error) {
+	path, err := uring.BytePtrFromString(name)
+	if err != nil {
+		return nil, pathError("open", name, unix.EINVAL)
+	}
+	op := &openOp{path: path, flags: flag | unix.O_CLOEXEC, mode: syscallMode(perm)}
+	res, err := SubmitOn(ctx, rt, op)
+	if err = fileErr(res, err); err != nil {
+		return nil, pathError("open", name, err)
+	}
+	f := &File{name: name}
+	f.g.init(rt, int(res.Res), false)
+	return f, nil
+}
+
+// runtimeOf returns the runtime of ctx's task.
+func runtimeOf(ctx context.Context) (*Runtime, error) {
+	if t := Current(ctx); t != nil {
+		return t.rt, nil
+	}
+	return nil, ErrNoRuntime
+}
+
+// fileErr is the error of a file operation: the bare errno, as os reports
+// it inside its PathError, or the submit error.
+func fileErr(res Result, submitErr error) error {
+	if submitErr != nil {
+		return submitErr
+	}
+	return res.Err()
+}
+
+// syscallMode converts perm to the mode bits of open(2).
+func syscallMode(perm fs.FileMode) uint32 {
+	m := uint32(perm.Perm())
+	if perm&fs.ModeSetuid != 0 {
+		m |= unix.S_ISUID
+	}
+	if perm&fs.ModeSetgid != 0 {
+		m |= unix.S_ISGID
+	}
+	if perm&fs.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	return m
+}
+
+// Name returns the name the file was opened with.
+func (f *File) Name() string { return f.name }
+
+// errNegativeOffset is what os reports for a negative ReadAt/WriteAt offset.
+var errNegativeOffset = errors.New("negative offset")
+
+// ReadAt reads len(b) bytes at offset off, like os.File.ReadAt: it returns
+// n < len(b) only with an error, io.EOF when the file ends first. It does
+// not use or move the file position and may run concurrently with any
+// other method.
+func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, pathError("readat", f.name, errNegativeOffset)
+	}
+	if !f.g.incref() {
+		return 0, pathError("read", f.name, fs.ErrClosed)
+	}
+	op := fdOps.Get().(*fdOp)
+	n, err := 0, error(nil)
+	for len(b) > 0 {
+		op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.g.fd, b, uint64(off)
+		res, serr := SubmitOn(ctx, f.g.rt, op)
+		if err = fileErr(res, serr); err != nil {
+			break
+		}
+		if res.Res == 0 {
+			err = io.EOF
+			break
+		}
+		n += int(res.Res)
+		b = b[res.Res:]
+		off += int64(res.Res)
+	}
+	op.buf = nil
+	fdOps.Put(op)
+	f.g.decref(ctx)
+	if err != nil && err != io.EOF {
+		err = pathError("read", f.name, err)
+	}
+	return n, err
+}
+
+// WriteAt writes b at offset off, like os.File.WriteAt: it returns
+// n < len(b) only with an error. It does not use or move the file position
+// and may run concurrently with any other method. (On a file opened with
+// O_APPEND, Linux appends whatever the offset; os refuses that case with an
+// error, WriteAt leaves it to the kernel.)
+func (f *File) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, pathError("writeat", f.name, errNegativeOffset)
+	}
+	if !f.g.incref() {
+		return 0, pathError("write", f.name, fs.ErrClosed)
+	}
+	op := fdOps.Get().(*fdOp)
+	n, err := f.writeAll(ctx, op, b, off)
+	fdOps.Put(op)
+	f.g.decref(ctx)
+	return n, err
+}
+
+// atPosition as an offset means the file position (uring.CurrentPos).
+const atPosition int64 = -1
+
+// writeAll writes all of b at off (atPosition: at the file position),
+// retrying short writes. The caller holds a reference.
+func (f *File) writeAll(ctx context.Context, op *fdOp, b []byte, off int64) (int, error) {
+	n := 0
+	var err error
+	for len(b) > 0 {
+		op.opcode, op.fd, op.buf, op.off = uring.OpWrite, f.g.fd, b, uint64(off)
+		res, serr := SubmitOn(ctx, f.g.rt, op)
+		if err = fileErr(res, serr); err != nil {
+			break
+		}
+		if res.Res == 0 {
+			err = io.ErrUnexpectedEOF
+			break
+		}
+		n += int(res.Res)
+		b = b[res.Res:]
+		if off != atPosition {
+			off += int64(res.Res)
+		}
+	}
+	op.buf = nil
+	if err != nil {
+		return n, pathError("write", f.name, err)
+	}
+	return n, nil
+}
+
+// Read reads up to len(b) bytes at the file position and advances it, like
+// os.File.Read: at end of file it returns 0, io.EOF.
+func (f *File) Read(ctx context.Context, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if err := f.lockPos(ctx, "read"); err != nil {
+		return 0, err
+	}
+	op := &f.posOp
+	op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.g.fd, b, uring.CurrentPos
+	res, serr := SubmitOn(ctx, f.g.rt, op)
+	op.buf = nil
+	f.unlockPos(ctx)
+	if err := fileErr(res, serr); err != nil {
+		return 0, pathError("read", f.name, err)
+	}
+	if res.Res == 0 {
+		return 0, io.EOF
+	}
+	return int(res.Res), nil
+}
+
+// Write writes all of b at the file position (at the end with O_APPEND)
+// and advances it, like os.File.Write: n < len(b) only with an error.
+func (f *File) Write(ctx context.Context, b []byte) (int, error) {
+	if err := f.lockPos(ctx, "write"); err != nil {
+		return 0, err
+	}
+	n, err := f.writeAll(ctx, &f.posOp, b, atPosition)
+	f.unlockPos(ctx)
+	return n, err
+}
+
+// Readv reads into bufs in order with one readv(2) at the file position
+// and advances it; it returns the total read, 0 and io.EOF at end of file.
+// Only the first 1024 buffers (IOV_MAX) are used.
+func (f *File) Readv(ctx context.Context, bufs [][]byte) (int, error) {
+	if err := f.lockPos(ctx, "readv"); err != nil {
+		return 0, err
+	}
+	op := &f.vec
+	op.opcode, op.fd, op.off = uring.OpReadv, f.g.fd, uring.CurrentPos
+	if op.setBufs(bufs, 0) == 0 {
+		f.unlockPos(ctx)
+		return 0, nil
+	}
+	res, serr := SubmitOn(ctx, f.g.rt, op)
+	op.clear()
+	f.unlockPos(ctx)
+	if err := fileErr(res, serr); err != nil {
+		return 0, pathError("readv", f.name, err)
+	}
+	if res.Res == 0 {
+		return 0, io.EOF
+	}
+	return int(res.Res), nil
+}
+
+// Writev writes all of bufs, in order, at the file position with writev(2)
+// (repeated after a short write) and advances it: it returns less than the
+// total only with an error.
+func (f *File) Writev(ctx context.Context, bufs [][]byte) (int, error) {
+	if err := f.lockPos(ctx, "writev"); err != nil {
+		return 0, err
+	}
+	op := &f.vec
+	n := 0
+	var err error
+	for {
+		op.opcode, op.fd, op.off = uring.OpWritev, f.g.fd, uring.CurrentPos
+		if op.setBufs(bufs, n) == 0 {
+			break
+		}
+		res, serr := SubmitOn(ctx, f.g.rt, op)
+		if err = fileErr(res, serr); err != nil {
+			break
+		}
+		if res.Res == 0 {
+			err = io.ErrUnexpectedEOF
+			break
+		}
+		n += int(res.Res)
+	}
+	op.clear()
+	f.unlockPos(ctx)
+	if err != nil {
+		return n, pathError("writev", f.name, err)
+	}
+	return n, nil
+}
+
+// Seek sets the file position for the next Read or Write, like
+// os.File.Seek (whence io.SeekStart, io.SeekCurrent or io.SeekEnd), and
+// returns the new position. It waits for a Read or Write in progress.
+func (f *File) Seek(ctx context.Context, offset int64, whence int) (int64, error) {
+	if err := f.lockPos(ctx, "seek"); err != nil {
+		return 0, err
+	}
+	pos, err := unix.Seek(f.g.fd, offset, whence)
+	f.unlockPos(ctx)
+	if err != nil {
+		return 0, pathError("seek", f.name, err)
+	}
+	return pos, nil
+}
+
+// lockPos takes the position lock and a reference on the descriptor.
+func (f *File) lockPos(ctx context.Context, op string) error {
+	if err := f.pos.lock(ctx); err != nil {
+		return pathError(op, f.name, err)
+	}
+	if !f.g.incref() {
+		f.pos.unlock()
+		return pathError(op, f.name, fs.ErrClosed)
+	}
+	return nil
+}
+
+func (f *File) unlockPos(ctx context.Context) {
+	f.g.decref(ctx)
+	f.pos.unlock()
+}
+
+// Sync commits the file's contents and metadata to stable storage
+// (fsync(2)), like os.File.Sync.
+func (f *File) Sync(ctx context.Context) error {
+	if !f.g.incref() {
+		return pathError("sync", f.name, fs.ErrClosed)
+	}
+	op := fdOps.Get().(*fdOp)
+	op.opcode, op.fd, op.flags = uring.OpFsync, f.g.fd, 0
+	res, serr := SubmitOn(ctx, f.g.rt, op)
+	fdOps.Put(op)
+	f.g.decref(ctx)
+	if err := fileErr(res, serr); err != nil {
+		return pathError("sync", f.name, err)
+	}
+	return nil
+}
+
+// Stat returns the file's status through statx(2), like os.File.Stat; Sys
+// returns the *unix.Statx_t.
+func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
+	if !f.g.incref() {
+		return nil, pathError("stat", f.name, fs.ErrClosed)
+	}
+	op := &statxOp{fd: f.g.fd}
+	res, serr := SubmitOn(ctx, f.g.rt, op)
+	f.g.decref(ctx)
+	if err := fileErr(res, serr); err != nil {
+		return nil, pathError("stat", f.name, err)
+	}
+	return newFileStat(f.name, &op.stx), nil
+}
+
+// Close closes the file. Operations still in progress finish first (Close
+// waits for them), later ones fail with fs.ErrClosed, and so does a second
+// Close. If ctx ends while Close waits, Close returns its error and the
+// descriptor is closed as soon as the last operation finishes.
+func (f *File) Close(ctx context.Context) error {
+	err := f.g.close(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case err == errAlreadyClosed:
+		return pathError("close", f.name, fs.ErrClosed)
+	default:
+		return pathError("close", f.name, err)
+	}
+}
+
+// ReadFile reads the whole file name, like os.ReadFile, on the runtime of
+// ctx's task; from other goroutines use (*Runtime).ReadFile.
+func ReadFile(ctx context.Context, name string) ([]byte, error) {
+	rt, err := runtimeOf(ctx)
+	if err != nil {
+		return nil, pathError("open", name, err)
+	}
+	return rt.ReadFile(ctx, name)
+}
+
+// ReadFile is the package-level ReadFile for any goroutine.
+func (rt *Runtime) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	f, err := rt.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	if fi, err := f.Stat(ctx); err == nil && fi.Mode().IsRegular() {
+		size = int(fi.Size())
+	}
+	// One byte more than the size, so a file that did not grow since the
+	// Stat is read in one pass that also sees its end.
+	data := make([]byte, 0, max(size+1, 512))
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := f.Read(ctx, data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err != nil {
+			cerr := f.Close(ctx)
+			if err == io.EOF {
+				return data, cerr
+			}
+			return data, err
+		}
+	}
+}
+
+// WriteFile writes data to name, creating it with perm (before the umask)
+// or truncating it, like os.WriteFile, on the runtime of ctx's task; from
+// other goroutines use (*Runtime).WriteFile.
+func WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	rt, err := runtimeOf(ctx)
+	if err != nil {
+		return pathError("open", name, err)
+	}
+	return rt.WriteFile(ctx, name, data, perm)
+}
+
+// WriteFile is the package-level WriteFile for any goroutine.
+func (rt *Runtime) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	f, err := rt.OpenFile(ctx, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(ctx, data)
+	if cerr := f.Close(ctx); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,517 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// randomBytes returns n reproducible pseudo-random bytes.
+func randomBytes(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16)})
+	_, _ = r.Read(b)
+	return b
+}
+
+// runTask runs fn as a root task on rt and fails the test with its error.
+func runTask(t *testing.T, rt *Runtime, fn func(ctx context.Context) error) {
+	t.Helper()
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// joinAll joins every handle and returns the first error.
+func joinAll[T any](ctx context.Context, hs []*JoinHandle[T]) error {
+	var first error
+	for _, h := range hs {
+		if _, err := h.Join(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// A 64 MiB file written by WriteAt from many tasks, in chunks taken in
+// random order, has exactly the bytes (checked by a SHA-256 computed by
+// os) and reads back right at random offsets from many tasks.
+func TestFileWriteAtReadAtManyTasks(t *testing.T) {
+	size, chunk, readers, reads := 64<<20, 256<<10, 32, 4000
+	if raceEnabled {
+		size, reads = 8<<20, 1000
+	}
+	data := randomBytes(size, 1)
+	want := sha256.Sum256(data)
+	name := filepath.Join(t.TempDir(), "big")
+	rt := newRuntime(t, Config{Workers: 2})
+	runTask(t, rt, func(ctx context.Context) error {
+		f, err := Create(ctx, name)
+		if err != nil {
+			return err
+		}
+		order := rand.Perm(size / chunk)
+		var next atomic.Int64
+		var hs []*JoinHandle[int]
+		for range readers {
+			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= len(order) {
+						return 0, nil
+					}
+					off := order[i] * chunk
+					if n, err := f.WriteAt(ctx, data[off:off+chunk], int64(off)); err != nil || n != chunk {
+						return 0, fmt.Errorf("WriteAt(%d) = %d, %v", off, n, err)
+					}
+				}
+			}))
+		}
+		if err := joinAll(ctx, hs); err != nil {
+			return err
+		}
+		if err := f.Sync(ctx); err != nil {
+			return err
+		}
+		return f.Close(ctx)
+	})
+	osData, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sha256.Sum256(osData); got != want {
+		t.Fatalf("SHA-256 of the written file %x, want %x", got, want)
+	}
+
+	runTask(t, rt, func(ctx context.Context) error {
+		f, err := Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer f.Close(ctx)
+		var hs []*JoinHandle[int]
+		for r := range readers {
+			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+				rng := rand.New(rand.NewPCG(uint64(r), 7))
+				buf := make([]byte, 128<<10)
+				for range reads / readers {
+					n := 1 + rng.IntN(len(buf))
+					off := rng.IntN(size - n + 1)
+					got, err := f.ReadAt(ctx, buf[:n], int64(off))
+					if err != nil || got != n || !bytes.Equal(buf[:n], data[off:off+n]) {
+						return 0, fmt.Errorf("ReadAt(%d bytes at %d) = %d, %v or wrong bytes", n, off, got, err)
+					}
+				}
+				return 0, nil
+			}))
+		}
+		return joinAll(ctx, hs)
+	})
+}
+
+// Short reads at the end of the file report io.EOF exactly where os.File
+// does, for ReadAt, Read and Readv.
+func TestFileEOFMatchesOS(t *testing.T) {
+	data := randomBytes(1000, 2)
+	name := filepath.Join(t.TempDir(), "small")
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	osf, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer osf.Close()
+	rt := newRuntime(t, Config{Workers: 1})
+	runTask(t, rt, func(ctx context.Context) error {
+		f, err := Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer f.Close(ctx)
+		for _, c := range []struct{ n, off int }{{100, 0}, {100, 950}, {100, 1000}, {100, 5000}, {0, 1000}, {1000, 0}, {1001, 0}} {
+			b1, b2 := make([]byte, c.n), make([]byte, c.n)
+			n1, err1 := f.ReadAt(ctx, b1, int64(c.off))
+			n2, err2 := osf.ReadAt(b2, int64(c.off))
+			if n1 != n2 || err1 != err2 || !bytes.Equal(b1, b2) {
+				return fmt.Errorf("ReadAt(%d at %d) = %d, %v; os: %d, %v", c.n, c.off, n1, err1, n2, err2)
+			}
+		}
+		if _, err := f.ReadAt(ctx, make([]byte, 1), -1); err == nil {
+			return errors.New("ReadAt at a negative offset succeeded")
+		}
+		// Sequential reads: same chunks, then 0, io.EOF, repeatedly.
+		for _, size := range []int{300, 300, 300, 300, 300} {
+			b1, b2 := make([]byte, size), make([]byte, size)
+			n1, err1 := f.Read(ctx, b1)
+			n2, err2 := osf.Read(b2)
+			if n1 != n2 || err1 != err2 || !bytes.Equal(b1[:n1], b2[:n2]) {
+				return fmt.Errorf("Read = %d, %v; os: %d, %v", n1, err1, n2, err2)
+			}
+		}
+		if n, err := f.Readv(ctx, [][]byte{make([]byte, 10)}); n != 0 || err != io.EOF {
+			return fmt.Errorf("Readv at EOF = %d, %v", n, err)
+		}
+		return nil
+	})
+}
+
+func TestOpenMissingFileIsNotExist(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "missing")
+	rt := newRuntime(t, Config{Workers: 1})
+	runTask(t, rt, func(ctx context.Context) error {
+		_, err := Open(ctx, name)
+		var pe *fs.PathError
+		if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &pe) || pe.Op != "open" || pe.Path != name {
+			return fmt.Errorf("Open(missing) = %v", err)
+		}
+		if _, err := Open(ctx, "bad\x00name"); err == nil {
+			return errors.New("Open accepted a NUL in the name")
+		}
+		if _, err := OpenFile(ctx, filepath.Dir(name), os.O_WRONLY, 0); !errors.Is(err, syscall.EISDIR) {
+			return fmt.Errorf("opening a directory for writing = %v, want EISDIR", err)
+		}
+		return nil
+	})
+}
+
+func TestFileStatMatchesOS(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "stat")
+	if err := os.WriteFile(name, randomBytes(12345, 3), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, Config{Workers: 1})
+	for _, path := range []string{name, dir} {
+		want, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runTask(t, rt, func(ctx context.Context) error {
+			f, err := Open(ctx, path)
+			if err != nil {
+				return err
+			}
+			defer f.Close(ctx)
+			got, err := f.Stat(ctx)
+			if err != nil {
+				return err
+			}
+			if got.Name() != want.Name() || got.Size() != want.Size() || got.Mode() != want.Mode() ||
+				!got.ModTime().Equal(want.ModTime()) || got.IsDir() != want.IsDir() {
+				return fmt.Errorf("Stat(%s) = %s %d %v %v %v; os: %s %d %v %v %v", path,
+					got.Name(), got.Size(), got.Mode(), got.ModTime(), got.IsDir(),
+					want.Name(), want.Size(), want.Mode(), want.ModTime(), want.IsDir())
+			}
+			return nil
+		})
+	}
+}
+
+// Concurrent Writes at the file position never overlap: every record lands
+// whole, exactly once, and the file is as long as all of them.
+func TestFilePositionWritesFromManyTasks(t *testing.T) {
+	const tasks, perTask, recSize = 16, 64, 100
+	name := filepath.Join(t.TempDir(), "log")
+	rt := newRuntime(t, Config{Workers: 2})
+	runTask(t, rt, func(ctx context.Context) error {
+		f, err := Create(ctx, name)
+		if err != nil {
+			return err
+		}
+		var hs []*JoinHandle[int]
+		for i := range tasks {
+			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+				for j := range perTask {
+					rec := bytes.Repeat([]byte{'a' + byte(i)}, recSize)
+					copy(rec, fmt.Sprintf("%02d:%03d", i, j))
+					if _, err := f.Write(ctx, rec); err != nil {
+						return 0, err
+					}
+				}
+				return 0, nil
+			}))
+		}
+		if err := joinAll(ctx, hs); err != nil {
+			return err
+		}
+		return f.Close(ctx)
+	})
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != tasks*perTask*recSize {
+		t.Fatalf("file has %d bytes, want %d", len(got), tasks*perTask*recSize)
+	}
+	seen := map[string]bool{}
+	for off := 0; off < len(got); off += recSize {
+		rec := got[off : off+recSize]
+		var i, j int
+		if _, err := fmt.Sscanf(string(rec[:6]), "%02d:%03d", &i, &j); err != nil {
+			t.Fatalf("record at %d torn: %q", off, rec[:10])
+		}
+		if !bytes.Equal(rec[6:], bytes.Repeat([]byte{'a' + byte(i)}, recSize-6)) || seen[string(rec[:6])] {
+			t.Fatalf("record at %d torn or duplicated: %q", off, rec)
+		}
+		seen[string(rec[:6])] = true
+	}
+}
+
+func TestFileVectorsSeekAndAppend(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "vec")
+	rt := newRuntime(t, Config{Workers: 1})
+	runTask(t, rt, func(ctx context.Context) error {
+		f, err := Create(ctx, name)
+		if err != nil {
+			return err
+		}
+		big := randomBytes(3000, 4)
+		if n, err := f.Writev(ctx, [][]byte{[]byte("hello, "), nil, []byte("vectored "), big}); err != nil || n != 16+len(big) {
+			return fmt.Errorf("Writev = %d, %v", n, err)
+		}
+		if pos, err := f.Seek(ctx, 7, io.SeekStart); err != nil || pos != 7 {
+			return fmt.Errorf("Seek = %d, %v", pos, err)
+		}
+		a, b := make([]byte, 4), make([]byte, 5)
+		if n, err := f.Readv(ctx, [][]byte{a, b}); err != nil || n != 9 || string(a)+string(b) != "vectored " {
+			return fmt.Errorf("Readv = %d, %v, %q %q", n, err, a, b)
+		}
+		rest := make([]byte, len(big))
+		if n, err := f.Read(ctx, rest); err != nil || n != len(big) || !bytes.Equal(rest, big) {
+			return fmt.Errorf("Read after Readv = %d, %v", n, err)
+		}
+		if err := f.Close(ctx); err != nil {
+			return err
+		}
+		// O_APPEND: Write goes to the end whatever the position.
+		f, err = OpenFile(ctx, name, os.O_RDWR|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(ctx, []byte("tail")); err != nil {
+			return err
+		}
+		fi, err := f.Stat(ctx)
+		if err != nil || fi.Size() != int64(16+len(big)+4) {
+			return fmt.Errorf("size after append = %v, %v", fi, err)
+		}
+		return f.Close(ctx)
+	})
+}
+
+// After Close every method fails with fs.ErrClosed, without touching the
+// descriptor number, which the kernel may already have given to another
+// file.
+func TestFileUseAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.WriteFile(a, []byte("aaaa"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, Config{Workers: 1})
+	runTask(t, rt, func(ctx context.Context) error {
+		fa, err := OpenFile(ctx, a, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		if err := fa.Close(ctx); err != nil {
+			return err
+		}
+		fb, err := Create(ctx, b) // likely reuses fa's descriptor number
+		if err != nil {
+			return err
+		}
+		defer fb.Close(ctx)
+		checks := map[string]error{}
+		_, checks["ReadAt"] = fa.ReadAt(ctx, make([]byte, 1), 0)
+		_, checks["WriteAt"] = fa.WriteAt(ctx, []byte("x"), 0)
+		_, checks["Read"] = fa.Read(ctx, make([]byte, 1))
+		_, checks["Write"] = fa.Write(ctx, []byte("x"))
+		_, checks["Readv"] = fa.Readv(ctx, [][]byte{make([]byte, 1)})
+		_, checks["Writev"] = fa.Writev(ctx, [][]byte{[]byte("x")})
+		_, checks["Seek"] = fa.Seek(ctx, 0, io.SeekStart)
+		_, checks["Stat"] = fa.Stat(ctx)
+		checks["Sync"] = fa.Sync(ctx)
+		checks["Close"] = fa.Close(ctx)
+		for m, err := range checks {
+			if !errors.Is(err, fs.ErrClosed) {
+				return fmt.Errorf("%s after Close = %v, want fs.ErrClosed", m, err)
+			}
+		}
+		if fi, err := fb.Stat(ctx); err != nil || fi.Size() != 0 {
+			return fmt.Errorf("the other file was touched: %v, %v", fi, err)
+		}
+		return nil
+	})
+}
+
+// Close while ReadAt runs in other tasks: each read either returns the
+// right bytes or fs.ErrClosed, Close returns once they are done, and the
+// descriptor is gone afterwards.
+func TestFileCloseWithReadsInFlight(t *testing.T) {
+	data := randomBytes(1<<20, 5)
+	name := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, Config{Workers: 2})
+	before := countFDs(t)
+	for round := range 20 {
+		runTask(t, rt, func(ctx context.Context) error {
+			f, err := Open(ctx, name)
+			if err != nil {
+				return err
+			}
+			var ok, closed atomic.Int64
+			var hs []*JoinHandle[int]
+			for r := range 8 {
+				hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+					buf := make([]byte, 4096)
+					for i := 0; ; i++ {
+						off := ((r*131 + i*17 + round) % 256) * 4096
+						n, err := f.ReadAt(ctx, buf, int64(off))
+						switch {
+						case errors.Is(err, fs.ErrClosed):
+							closed.Add(1)
+							return 0, nil
+						case err != nil || n != len(buf) || !bytes.Equal(buf, data[off:off+n]):
+							return 0, fmt.Errorf("ReadAt during Close = %d, %v", n, err)
+						}
+						ok.Add(1)
+					}
+				}))
+			}
+			if err := Sleep(ctx, time.Millisecond); err != nil {
+				return err
+			}
+			if err := f.Close(ctx); err != nil {
+				return err
+			}
+			if err := joinAll(ctx, hs); err != nil {
+				return err
+			}
+			if closed.Load() != 8 {
+				return fmt.Errorf("%d readers saw the Close, want 8", closed.Load())
+			}
+			return nil
+		})
+	}
+	if after := countFDs(t); after != before {
+		t.Fatalf("%d descriptors before, %d after", before, after)
+	}
+}
+
+// Files work from plain goroutines too, through the runtime's methods.
+func TestFileFromGoroutine(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "g")
+	rt := newRuntime(t, Config{Workers: 2})
+	ctx := context.Background()
+	data := randomBytes(100000, 6)
+	if err := rt.WriteFile(ctx, name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rt.ReadFile(ctx, name)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("ReadFile = %d bytes, %v", len(got), err)
+	}
+	f, err := rt.OpenFile(ctx, name, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("xyz"), 10); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 5)
+	if n, err := f.ReadAt(ctx, b, 9); err != nil || n != 5 || string(b[1:4]) != "xyz" {
+		t.Fatalf("ReadAt = %d, %v, %q", n, err, b)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, name); !errors.Is(err, ErrNoRuntime) {
+		t.Fatalf("Open without a task = %v, want ErrNoRuntime", err)
+	}
+}
+
+func TestReadFileWriteFileMatchOS(t *testing.T) {
+	dir := t.TempDir()
+	rt := newRuntime(t, Config{Workers: 1})
+	for _, size := range []int{0, 1, 511, 512, 513, 100000} {
+		data := randomBytes(size, uint64(size))
+		name := filepath.Join(dir, fmt.Sprint(size))
+		runTask(t, rt, func(ctx context.Context) error {
+			if err := WriteFile(ctx, name, data, 0o600); err != nil {
+				return err
+			}
+			got, err := ReadFile(ctx, name)
+			if err != nil || !bytes.Equal(got, data) {
+				return fmt.Errorf("ReadFile(%d bytes) = %d, %v", size, len(got), err)
+			}
+			return nil
+		})
+		if got, err := os.ReadFile(name); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("os.ReadFile after WriteFile(%d) = %d, %v", size, len(got), err)
+		}
+	}
+	// A file whose size stat does not know.
+	runTask(t, rt, func(ctx context.Context) error {
+		got, err := ReadFile(ctx, "/proc/self/status")
+		if err != nil || !bytes.Contains(got, []byte("Pid:")) {
+			return fmt.Errorf("ReadFile(/proc/self/status) = %q, %v", got, err)
+		}
+		return nil
+	})
+}
+
+func TestFileCancelledContext(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "c")
+	if err := os.WriteFile(name, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, Config{Workers: 1})
+	runTask(t, rt, func(ctx context.Context) error {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := Open(cctx, name); !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("Open with a cancelled context = %v", err)
+		}
+		f, err := Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		if _, err := f.ReadAt(cctx, make([]byte, 4), 0); !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("ReadAt with a cancelled context = %v", err)
+		}
+		// Close with a cancelled context still closes.
+		if err := f.Close(cctx); err != nil {
+			return fmt.Errorf("Close with a cancelled context = %v", err)
+		}
+		if _, err := f.ReadAt(ctx, make([]byte, 4), 0); !errors.Is(err, fs.ErrClosed) {
+			return fmt.Errorf("ReadAt after Close = %v", err)
+		}
+		return nil
+	})
+}
+
+// countFDs counts the process's open descriptors.
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
