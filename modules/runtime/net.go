@@ -1,0 +1,417 @@
+package runtime
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"github.com/faio-go/faio/modules/uring"
+	"golang.org/x/sys/unix"
+)
+
+// Sockets are created blocking: io_uring tries each operation without
+// blocking first and otherwise waits on the socket with its internal poll,
+// for blocking and non-blocking sockets alike, so the flag buys nothing and
+// a blocking socket is what a program given the descriptor expects.
+
+// ipNetwork is the resolver network ("ip", "ip4", "ip6") for a socket
+// network name ("tcp", "udp4", ...), or "" for an unknown one.
+func ipNetwork(network, base string) string {
+	switch network {
+	case base:
+		return "ip"
+	case base + "4":
+		return "ip4"
+	case base + "6":
+		return "ip6"
+	}
+	return ""
+}
+
+// resolve returns the socket addresses address stands for on ipNet, in the
+// order to try them. Literal addresses and numeric ports are parsed here;
+// host names and service names go to net.DefaultResolver on a goroutine
+// (see offload). An empty or missing host means the unspecified address
+// when listening and the loopback address when dialling, as in package net.
+func resolve(ctx context.Context, network, ipNet, address string, listen bool) ([]netip.AddrPort, error) {
+	host, portStr, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	port, err := resolvePort(ctx, network, portStr)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []netip.Addr
+	switch {
+	case host == "":
+		addrs = defaultAddrs(ipNet, listen)
+	default:
+		if a, perr := netip.ParseAddr(host); perr == nil {
+			addrs = []netip.Addr{a}
+			break
+		}
+		var lerr error
+		err := offload(ctx, func() { addrs, lerr = net.DefaultResolver.LookupNetIP(ctx, ipNet, host) })
+		if err == nil {
+			err = lerr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var out []netip.AddrPort
+	for _, a := range addrs {
+		if a.Is4In6() {
+			a = a.Unmap()
+		}
+		if (ipNet == "ip4" && !a.Is4()) || (ipNet == "ip6" && !a.Is6()) {
+			continue
+		}
+		out = append(out, netip.AddrPortFrom(a, port))
+	}
+	if len(out) == 0 {
+		return nil, &net.AddrError{Err: "no suitable address found", Addr: host}
+	}
+	return out, nil
+}
+
+func resolvePort(ctx context.Context, network, port string) (uint16, error) {
+	if port == "" {
+		return 0, nil
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err == nil {
+		return uint16(p), nil
+	}
+	var p int
+	var lerr error
+	if err := offload(ctx, func() { p, lerr = net.DefaultResolver.LookupPort(ctx, network, port) }); err != nil {
+		return 0, err
+	}
+	return uint16(p), lerr
+}
+
+// defaultAddrs stands in for an empty host. Listening on "tcp" prefers the
+// dual-stack IPv6 wildcard and falls back to IPv4 where IPv6 is missing.
+func defaultAddrs(ipNet string, listen bool) []netip.Addr {
+	v4, v6 := netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()
+	if listen {
+		v4, v6 = netip.IPv4Unspecified(), netip.IPv6Unspecified()
+	}
+	switch ipNet {
+	case "ip4":
+		return []netip.Addr{v4}
+	case "ip6":
+		return []netip.Addr{v6}
+	}
+	if listen {
+		return []netip.Addr{v6, v4}
+	}
+	return []netip.Addr{v4, v6}
+}
+
+// offload runs fn, a call that blocks its thread (name resolution), on a new
+// goroutine and waits for it with Suspend, so a task does not hold its
+// worker meanwhile. If ctx ends first offload returns ctx.Err() at once and
+// fn's results must not be read; fn should honour ctx so that its goroutine
+// ends soon too.
+func offload(ctx context.Context, fn func()) error {
+	var (
+		mu     sync.Mutex
+		done   bool
+		waiter Waker
+	)
+	go func() {
+		fn()
+		mu.Lock()
+		done = true
+		w := waiter
+		mu.Unlock()
+		w.Wake()
+	}()
+	return Suspend(ctx, func(w Waker) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return false
+		}
+		waiter = w
+		return true
+	})
+}
+
+// newSocket creates a close-on-exec socket for ap's family. v6only applies
+// to IPv6 sockets: false makes a wildcard IPv6 socket dual-stack.
+func newSocket(ap netip.AddrPort, sotype, proto int, v6only bool) (int, error) {
+	family := unix.AF_INET
+	if !ap.Addr().Is4() {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, sotype|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	if family == unix.AF_INET6 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, boolInt(v6only)); err != nil {
+			unix.Close(fd)
+			return -1, os.NewSyscallError("setsockopt", err)
+		}
+	}
+	return fd, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// bind binds fd to ap. It goes through the raw system call so that IPv6
+// zones are resolved by uring.SockaddrFromAddrPort like everywhere else.
+func bind(fd int, ap netip.AddrPort) error {
+	var sa uring.RawSockaddrAny
+	n, err := uring.SockaddrFromAddrPort(ap, &sa)
+	if err != nil {
+		return err
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_BIND, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(n)); errno != 0 {
+		return os.NewSyscallError("bind", errno)
+	}
+	return nil
+}
+
+// sockname returns the local address of fd (getsockname(2)).
+func sockname(fd int) (netip.AddrPort, error) {
+	var sa uring.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	if _, _, errno := unix.Syscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&n))); errno != 0 {
+		return netip.AddrPort{}, os.NewSyscallError("getsockname", errno)
+	}
+	return uring.AddrPortFromSockaddr(&sa, n)
+}
+
+// Listener is a TCP listening socket. Accept runs on the io_uring of the
+// calling task's worker. A Listener is safe for concurrent use; several
+// tasks may Accept at once.
+type Listener struct {
+	g       fdGuard
+	network string
+	addr    net.Addr
+}
+
+var acceptOps = sync.Pool{New: func() any { return new(sockaddrOp) }}
+
+// Listen announces on the local address, like net.Listen, on the runtime of
+// ctx's task: network is "tcp", "tcp4" or "tcp6"; address is host:port
+// with a literal IP, a host name (resolved with net.DefaultResolver; the
+// first usable address is bound) or an empty host (every local address,
+// dual-stack for "tcp"); port 0 picks a free port (see Addr). SO_REUSEADDR
+// is set. ctx bounds the name resolution. From other goroutines use
+// (*Runtime).Listen.
+func Listen(ctx context.Context, network, address string) (*Listener, error) {
+	rt, err := runtimeOf(ctx)
+	if err != nil {
+		return nil, netError("listen", network, nil, nil, err)
+	}
+	return rt.Listen(ctx, network, address)
+}
+
+// Listen is the package-level Listen for any goroutine: the Listener and
+// the connections it accepts use rt.
+func (rt *Runtime) Listen(ctx context.Context, network, address string) (*Listener, error) {
+	ipNet := ipNetwork(network, "tcp")
+	if ipNet == "" {
+		return nil, netError("listen", network, nil, nil, net.UnknownNetworkError(network))
+	}
+	addrs, err := resolve(ctx, network, ipNet, address, true)
+	if err != nil {
+		return nil, netError("listen", network, nil, nil, err)
+	}
+	var first error
+	for _, ap := range addrs {
+		l, err := rt.listenTCP(network, ap)
+		if err == nil {
+			return l, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+func (rt *Runtime) listenTCP(network string, ap netip.AddrPort) (*Listener, error) {
+	fail := func(err error) (*Listener, error) {
+		return nil, netError("listen", network, nil, net.TCPAddrFromAddrPort(ap), err)
+	}
+	fd, err := newSocket(ap, unix.SOCK_STREAM, unix.IPPROTO_TCP, ipNetwork(network, "tcp") == "ip6")
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		unix.Close(fd)
+		return fail(os.NewSyscallError("setsockopt", err))
+	}
+	if err := bind(fd, ap); err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		unix.Close(fd)
+		return fail(os.NewSyscallError("listen", err))
+	}
+	local, err := sockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	l := &Listener{network: network, addr: net.TCPAddrFromAddrPort(local)}
+	l.g.init(rt, fd, true)
+	return l, nil
+}
+
+// Addr returns the address the listener is bound to (a *net.TCPAddr, with
+// the port the kernel picked for port 0).
+func (l *Listener) Addr() net.Addr { return l.addr }
+
+// Accept waits for the next connection and returns it, like
+// net.Listener.Accept. Cancelling ctx cancels the wait (the error wraps
+// ctx.Err()); after Close, Accept fails with net.ErrClosed, and so does an
+// Accept in progress when Close is called.
+func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	if !l.g.incref() {
+		return nil, netError("accept", l.network, nil, l.addr, net.ErrClosed)
+	}
+	op := acceptOps.Get().(*sockaddrOp)
+	var (
+		res  Result
+		serr error
+	)
+	for {
+		op.opcode, op.fd = uring.OpAccept, l.g.fd
+		res, serr = SubmitOn(ctx, l.g.rt, op)
+		// A connection reset while queued is no reason to fail Accept.
+		if serr != nil || res.Err() != unix.ECONNABORTED {
+			break
+		}
+	}
+	var raddr netip.AddrPort
+	var aerr error
+	if serr == nil && res.Res >= 0 {
+		raddr, aerr = uring.AddrPortFromSockaddr(&op.sa, op.salen)
+	}
+	acceptOps.Put(op)
+	closing := l.g.closing()
+	l.g.decref(ctx)
+	err := ioErr("accept", res, serr)
+	if err != nil {
+		if closing {
+			err = net.ErrClosed
+		}
+		return nil, netError("accept", l.network, nil, l.addr, err)
+	}
+	fd := int(res.Res)
+	if aerr != nil {
+		unix.Close(fd)
+		return nil, netError("accept", l.network, nil, l.addr, aerr)
+	}
+	local, err := sockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, netError("accept", l.network, nil, l.addr, err)
+	}
+	return newConn(l.g.rt, fd, l.network, local, raddr), nil
+}
+
+// Close stops listening, like net.Listener.Close: an Accept in progress
+// returns net.ErrClosed promptly (Close shuts the socket down to wake it)
+// and the descriptor is closed once no operation uses it, which Close waits
+// for (or until ctx ends). A second Close returns net.ErrClosed.
+func (l *Listener) Close(ctx context.Context) error {
+	return closeErr(l.g.close(ctx), l.network, nil, l.addr)
+}
+
+// closeErr is the error of a socket's Close.
+func closeErr(err error, network string, laddr, raddr net.Addr) error {
+	switch {
+	case err == nil:
+		return nil
+	case err == errAlreadyClosed:
+		err = net.ErrClosed
+	case errnoOf(err) != 0:
+		err = os.NewSyscallError("close", err)
+	}
+	return netError("close", network, laddr, raddr, err)
+}
+
+// Dial connects to address, like net.Dial, on the runtime of ctx's task:
+// network is "tcp", "tcp4" or "tcp6"; address is host:port with a literal
+// IP or a host name (resolved with net.DefaultResolver; each address is
+// tried in turn and the first error is returned if all fail). ctx bounds
+// resolution and connection. Errors are *net.OpError:
+// errors.Is(err, syscall.ECONNREFUSED) works. From other goroutines use
+// (*Runtime).Dial.
+func Dial(ctx context.Context, network, address string) (*Conn, error) {
+	rt, err := runtimeOf(ctx)
+	if err != nil {
+		return nil, netError("dial", network, nil, nil, err)
+	}
+	return rt.Dial(ctx, network, address)
+}
+
+// Dial is the package-level Dial for any goroutine: the Conn uses rt.
+func (rt *Runtime) Dial(ctx context.Context, network, address string) (*Conn, error) {
+	ipNet := ipNetwork(network, "tcp")
+	if ipNet == "" {
+		return nil, netError("dial", network, nil, nil, net.UnknownNetworkError(network))
+	}
+	addrs, err := resolve(ctx, network, ipNet, address, false)
+	if err != nil {
+		return nil, netError("dial", network, nil, nil, err)
+	}
+	var first error
+	for _, ap := range addrs {
+		c, err := rt.dialTCP(ctx, network, ap)
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, first
+}
+
+func (rt *Runtime) dialTCP(ctx context.Context, network string, ap netip.AddrPort) (*Conn, error) {
+	fail := func(err error) (*Conn, error) {
+		return nil, netError("dial", network, nil, net.TCPAddrFromAddrPort(ap), err)
+	}
+	fd, err := newSocket(ap, unix.SOCK_STREAM, unix.IPPROTO_TCP, false)
+	if err != nil {
+		return fail(err)
+	}
+	op := &sockaddrOp{opcode: uring.OpConnect, fd: fd}
+	if op.salen, err = uring.SockaddrFromAddrPort(ap, &op.sa); err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	res, serr := SubmitOn(ctx, rt, op)
+	if err := ioErr("connect", res, serr); err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	local, err := sockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	return newConn(rt, fd, network, local, ap), nil
+}

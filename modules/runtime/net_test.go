@@ -1,0 +1,757 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// echo serves l until it is closed: every connection gets back what it
+// sends, until it closes its side.
+func echo(ctx context.Context, l *Listener) error {
+	for {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		Spawn(ctx, func(ctx context.Context) (int, error) {
+			defer c.Close(ctx)
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(ctx, buf)
+				if err == io.EOF {
+					return 0, nil
+				}
+				if err != nil {
+					return 0, err
+				}
+				if _, err := c.Write(ctx, buf[:n]); err != nil {
+					return 0, err
+				}
+			}
+		})
+	}
+}
+
+// logUniformSize returns a size in [1, max], every power of two range
+// equally likely: small and large messages both get exercised.
+func logUniformSize(rng *rand.Rand, max int) int {
+	return min(1+rng.IntN(1<<rng.IntN(17)), max)
+}
+
+// 200 clients each make 1,000 round trips of random sizes (1 B..64 KiB)
+// through an echo server; every byte that comes back is checked.
+func TestTCPEchoManyClients(t *testing.T) {
+	clients, trips := 200, 1000
+	if raceEnabled {
+		clients, trips = 20, 100
+	}
+	pattern := randomBytes(128<<10, 8)
+	rt := newRuntime(t, Config{Workers: 2})
+	var bytesChecked atomic.Int64
+	runTask(t, rt, func(ctx context.Context) error {
+		l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		server := Spawn(ctx, func(ctx context.Context) (int, error) { return 0, echo(ctx, l) })
+		var hs []*JoinHandle[int]
+		for i := range clients {
+			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+				c, err := Dial(ctx, "tcp", l.Addr().String())
+				if err != nil {
+					return 0, err
+				}
+				defer c.Close(ctx)
+				rng := rand.New(rand.NewPCG(uint64(i), 1))
+				got := make([]byte, 64<<10)
+				for j := range trips {
+					n := logUniformSize(rng, 64<<10)
+					off := rng.IntN(len(pattern) - n)
+					msg := pattern[off : off+n]
+					// Send and receive at once: a large message must not
+					// wait for its echo to be read to finish sending.
+					w := Spawn(ctx, func(ctx context.Context) (int, error) { return c.Write(ctx, msg) })
+					if k, err := c.ReadFull(ctx, got[:n]); err != nil || k != n {
+						return 0, fmt.Errorf("client %d trip %d: ReadFull = %d, %v", i, j, k, err)
+					}
+					if k, err := w.Join(ctx); err != nil || k != n {
+						return 0, fmt.Errorf("client %d trip %d: Write = %d, %v", i, j, k, err)
+					}
+					if !bytes.Equal(got[:n], msg) {
+						return 0, fmt.Errorf("client %d trip %d: %d bytes came back changed", i, j, n)
+					}
+					bytesChecked.Add(int64(n))
+				}
+				return 0, c.CloseWrite(ctx)
+			}))
+		}
+		err = joinAll(ctx, hs)
+		if cerr := l.Close(ctx); err == nil {
+			err = cerr
+		}
+		if _, serr := server.Join(ctx); err == nil {
+			err = serr
+		}
+		return err
+	})
+	t.Logf("%d bytes echoed and checked", bytesChecked.Load())
+}
+
+func TestDialConnectionRefused(t *testing.T) {
+	port := freePort(t)
+	rt := newRuntime(t, Config{Workers: 1})
+	runTask(t, rt, func(ctx context.Context) error {
+		_, err := Dial(ctx, "tcp", "127.0.0.1:"+port)
+		var oe *net.OpError
+		if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &oe) || oe.Op != "dial" || oe.Addr.String() != "127.0.0.1:"+port {
+			return fmt.Errorf("Dial to a closed port = %v", err)
+		}
+		return nil
+	})
+}
+
+// freePort returns a loopback port nobody listens on (for a moment).
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	return port
+}
+
+// connPair returns the two ends of a loopback TCP connection made by Listen,
+// Dial and Accept; they are closed at the end of the test's task.
+func connPair(ctx context.Context, network, addr string) (client, server *Conn, err error) {
+	l, err := Listen(ctx, network, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer l.Close(ctx)
+	client, err = Dial(ctx, network, l.Addr().String())
+	if err != nil {
+		return nil, nil, err
+	}
+	server, err = l.Accept(ctx)
+	if err != nil {
+		client.Close(ctx)
+		return nil, nil, err
+	}
+	return client, server, nil
+}
+
+// A peer that resets the connection (SO_LINGER 0, then Close) while a Read
+// waits makes the Read fail with ECONNRESET.
+func TestTCPPeerResetMidRead(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	runTask(t, rt, func(ctx context.Context) error {
+		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer server.Close(ctx)
+		reader := Spawn(ctx, func(ctx context.Context) (int, error) {
+			return server.Read(ctx, make([]byte, 16))
+		})
+		if err := Sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+		if err := client.SetLinger(0); err != nil {
+			return err
+		}
+		if err := client.Close(ctx); err != nil {
+			return err
+		}
+		_, err = reader.Join(ctx)
+		var oe *net.OpError
+		if !errors.Is(err, syscall.ECONNRESET) || !errors.As(err, &oe) || oe.Op != "read" {
+			return fmt.Errorf("Read across a reset = %v, want ECONNRESET", err)
+		}
+		return nil
+	})
+}
+
+// CloseWrite ends one direction: the peer reads io.EOF and can still
+// answer.
+func TestTCPHalfClose(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	runTask(t, rt, func(ctx context.Context) error {
+		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer client.Close(ctx)
+		defer server.Close(ctx)
+		if _, err := client.Write(ctx, []byte("question")); err != nil {
+			return err
+		}
+		if err := client.CloseWrite(ctx); err != nil {
+			return err
+		}
+		var got []byte
+		buf := make([]byte, 3)
+		for {
+			n, err := server.Read(ctx, buf)
+			got = append(got, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if string(got) != "question" {
+			return fmt.Errorf("server read %q", got)
+		}
+		if _, err := server.Write(ctx, []byte("answer")); err != nil {
+			return err
+		}
+		if err := server.Close(ctx); err != nil {
+			return err
+		}
+		ans := make([]byte, 6)
+		if n, err := client.ReadFull(ctx, ans); err != nil || string(ans[:n]) != "answer" {
+			return fmt.Errorf("client ReadFull = %q, %v", ans[:n], err)
+		}
+		if n, err := client.ReadFull(ctx, ans); n != 0 || err != io.EOF {
+			return fmt.Errorf("ReadFull at end = %d, %v, want io.EOF", n, err)
+		}
+		if _, err := client.Write(ctx, []byte("x")); err == nil {
+			return errors.New("Write after CloseWrite succeeded")
+		}
+		return nil
+	})
+}
+
+func TestTCPReadFullUnexpectedEOF(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	runTask(t, rt, func(ctx context.Context) error {
+		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer server.Close(ctx)
+		if _, err := client.Write(ctx, []byte("abc")); err != nil {
+			return err
+		}
+		if err := client.Close(ctx); err != nil {
+			return err
+		}
+		buf := make([]byte, 10)
+		if n, err := server.ReadFull(ctx, buf); n != 3 || err != io.ErrUnexpectedEOF || string(buf[:3]) != "abc" {
+			return fmt.Errorf("ReadFull of a short stream = %d, %v", n, err)
+		}
+		return nil
+	})
+}
+
+func TestTCPAcceptCancelledByContext(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	within(t, 10*time.Second, "cancelled Accept", func() {
+		runTask(t, rt, func(ctx context.Context) error {
+			l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			defer l.Close(ctx)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			h := Spawn(cctx, func(ctx context.Context) (*Conn, error) { return l.Accept(ctx) })
+			if err := Sleep(ctx, 10*time.Millisecond); err != nil {
+				return err
+			}
+			cancel()
+			if _, err := h.Join(ctx); !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("cancelled Accept = %v", err)
+			}
+			// The listener still works.
+			c, err := Dial(ctx, "tcp", l.Addr().String())
+			if err != nil {
+				return err
+			}
+			defer c.Close(ctx)
+			s, err := l.Accept(ctx)
+			if err != nil {
+				return err
+			}
+			return s.Close(ctx)
+		})
+	})
+}
+
+// A Read cut off by its deadline returns promptly with
+// context.DeadlineExceeded, consumes nothing, and the connection goes on.
+func TestTCPReadDeadlineKeepsConnUsable(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	within(t, 10*time.Second, "Read past its deadline", func() {
+		runTask(t, rt, func(ctx context.Context) error {
+			client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			defer client.Close(ctx)
+			defer server.Close(ctx)
+			buf := make([]byte, 8)
+			for range 3 {
+				dctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+				n, err := server.Read(dctx, buf)
+				cancel()
+				var oe *net.OpError
+				if n != 0 || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &oe) || !oe.Timeout() {
+					return fmt.Errorf("Read past deadline = %d, %v", n, err)
+				}
+				if _, err := client.Write(ctx, []byte("still ok")); err != nil {
+					return err
+				}
+				if n, err := server.ReadFull(ctx, buf); err != nil || string(buf[:n]) != "still ok" {
+					return fmt.Errorf("Read after a deadline = %q, %v", buf[:n], err)
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// Close of a connection wakes a Read and a Write waiting in other tasks
+// with net.ErrClosed, and Close of a listener wakes its Accept.
+func TestTCPCloseWakesOperationsInFlight(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	before := countFDs(t)
+	within(t, 10*time.Second, "Close with operations in flight", func() {
+		runTask(t, rt, func(ctx context.Context) error {
+			l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			client, err := Dial(ctx, "tcp", l.Addr().String())
+			if err != nil {
+				return err
+			}
+			server, err := l.Accept(ctx)
+			if err != nil {
+				return err
+			}
+			defer server.Close(ctx)
+			accept := Spawn(ctx, func(ctx context.Context) (*Conn, error) { return l.Accept(ctx) })
+			read := Spawn(ctx, func(ctx context.Context) (int, error) { return client.Read(ctx, make([]byte, 16)) })
+			// Nobody reads the server side: this write fills the buffers
+			// and waits.
+			write := Spawn(ctx, func(ctx context.Context) (int, error) { return client.Write(ctx, make([]byte, 64<<20)) })
+			if err := Sleep(ctx, 20*time.Millisecond); err != nil {
+				return err
+			}
+			if err := client.Close(ctx); err != nil {
+				return fmt.Errorf("Close: %v", err)
+			}
+			if err := l.Close(ctx); err != nil {
+				return fmt.Errorf("listener Close: %v", err)
+			}
+			if _, err := read.Join(ctx); !errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("Read across Close = %v", err)
+			}
+			if n, err := write.Join(ctx); !errors.Is(err, net.ErrClosed) || n >= 64<<20 {
+				return fmt.Errorf("Write across Close = %d, %v", n, err)
+			}
+			if _, err := accept.Join(ctx); !errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("Accept across Close = %v", err)
+			}
+			for what, err := range map[string]error{
+				"Close":          client.Close(ctx),
+				"listener Close": l.Close(ctx),
+				"SetNoDelay":     client.SetNoDelay(true),
+				"CloseWrite":     client.CloseWrite(ctx),
+			} {
+				if !errors.Is(err, net.ErrClosed) {
+					return fmt.Errorf("%s after Close = %v", what, err)
+				}
+			}
+			if _, err := client.Write(ctx, []byte("x")); !errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("Write after Close = %v", err)
+			}
+			if _, err := l.Accept(ctx); !errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("Accept after Close = %v", err)
+			}
+			return nil
+		})
+	})
+	if after := countFDs(t); after != before {
+		t.Fatalf("%d descriptors before, %d after", before, after)
+	}
+}
+
+// Stress: connections closed while readers and writers run in other tasks.
+// Every operation ends with data, io.EOF or net.ErrClosed (nothing else),
+// every Close returns, and no descriptor is left behind.
+func TestStressTCPCloseRacesIO(t *testing.T) {
+	rounds := 200
+	if raceEnabled {
+		rounds = 50
+	}
+	rt := newRuntime(t, Config{Workers: 2})
+	before := countFDs(t)
+	var closedSeen, dataSeen atomic.Int64
+	runTask(t, rt, func(ctx context.Context) error {
+		l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer l.Close(ctx)
+		server := Spawn(ctx, func(ctx context.Context) (int, error) { return 0, echo(ctx, l) })
+		defer server.Join(ctx)
+		defer l.Close(ctx)
+		for r := range rounds {
+			c, err := Dial(ctx, "tcp", l.Addr().String())
+			if err != nil {
+				return err
+			}
+			var hs []*JoinHandle[int]
+			for k := range 4 {
+				hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+					buf := make([]byte, 1024)
+					for {
+						var err error
+						if k%2 == 0 {
+							_, err = c.Write(ctx, buf)
+						} else {
+							_, err = c.Read(ctx, buf)
+						}
+						switch {
+						case err == nil:
+							dataSeen.Add(1)
+						case errors.Is(err, net.ErrClosed):
+							closedSeen.Add(1)
+							return 0, nil
+						default:
+							return 0, fmt.Errorf("round %d: %v", r, err)
+						}
+					}
+				}))
+			}
+			if err := Sleep(ctx, time.Duration(r%3)*time.Millisecond); err != nil {
+				return err
+			}
+			if err := c.Close(ctx); err != nil {
+				return err
+			}
+			if err := joinAll(ctx, hs); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if closedSeen.Load() != int64(4*rounds) {
+		t.Fatalf("%d operations saw Close, want %d", closedSeen.Load(), 4*rounds)
+	}
+	if after := countFDs(t); after != before {
+		t.Fatalf("%d descriptors before, %d after", before, after)
+	}
+	t.Logf("%d transfers, %d closes seen", dataSeen.Load(), closedSeen.Load())
+}
+
+func TestTCPAddressesAndNetworks(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	runTask(t, rt, func(ctx context.Context) error {
+		for _, c := range []struct{ listenNet, listenAddr, dialNet, dialHost string }{
+			{"tcp", "127.0.0.1:0", "tcp", "127.0.0.1"},
+			{"tcp4", "127.0.0.1:0", "tcp4", "localhost"},
+			{"tcp", "localhost:0", "tcp", "localhost"},
+			{"tcp6", "[::1]:0", "tcp6", "::1"},
+			{"tcp", "[::1]:0", "tcp", "::1"},
+		} {
+			l, err := Listen(ctx, c.listenNet, c.listenAddr)
+			if err != nil {
+				return fmt.Errorf("Listen(%s, %s): %v", c.listenNet, c.listenAddr, err)
+			}
+			port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+			cl, err := Dial(ctx, c.dialNet, net.JoinHostPort(c.dialHost, port))
+			if err != nil {
+				l.Close(ctx)
+				return fmt.Errorf("Dial(%s, %s): %v", c.dialNet, c.dialHost, err)
+			}
+			sv, err := l.Accept(ctx)
+			if err != nil {
+				return err
+			}
+			if cl.LocalAddr().String() != sv.RemoteAddr().String() || cl.RemoteAddr().String() != sv.LocalAddr().String() {
+				return fmt.Errorf("%v: client %v->%v, server %v->%v", c, cl.LocalAddr(), cl.RemoteAddr(), sv.LocalAddr(), sv.RemoteAddr())
+			}
+			if cl.RemoteAddr().String() != l.Addr().String() {
+				return fmt.Errorf("%v: dialled %v, listener at %v", c, cl.RemoteAddr(), l.Addr())
+			}
+			for _, x := range []interface{ Close(context.Context) error }{cl, sv, l} {
+				if err := x.Close(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		bad := []struct{ network, addr string }{
+			{"tcp4", "[::1]:80"},
+			{"tcp6", "127.0.0.1:80"},
+			{"sctp", "127.0.0.1:80"},
+			{"tcp", "127.0.0.1"},
+			{"tcp", "127.0.0.1:99999"},
+		}
+		for _, b := range bad {
+			if c, err := Dial(ctx, b.network, b.addr); err == nil {
+				c.Close(ctx)
+				return fmt.Errorf("Dial(%s, %s) succeeded", b.network, b.addr)
+			}
+			if l, err := Listen(ctx, b.network, b.addr); err == nil {
+				l.Close(ctx)
+				return fmt.Errorf("Listen(%s, %s) succeeded", b.network, b.addr)
+			}
+		}
+		_, err := Dial(ctx, "sctp", "127.0.0.1:80")
+		var une net.UnknownNetworkError
+		if !errors.As(err, &une) {
+			return fmt.Errorf("Dial(sctp) = %v, want UnknownNetworkError", err)
+		}
+		return nil
+	})
+}
+
+func TestTCPSocketOptions(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	runTask(t, rt, func(ctx context.Context) error {
+		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer client.Close(ctx)
+		defer server.Close(ctx)
+		fd := client.g.fd
+		get := func(level, name int) int {
+			v, err := unix.GetsockoptInt(fd, level, name)
+			if err != nil {
+				return -1
+			}
+			return v
+		}
+		if get(unix.IPPROTO_TCP, unix.TCP_NODELAY) == 0 {
+			return errors.New("TCP_NODELAY is off by default")
+		}
+		if err := client.SetNoDelay(false); err != nil || get(unix.IPPROTO_TCP, unix.TCP_NODELAY) != 0 {
+			return fmt.Errorf("SetNoDelay(false): %v", err)
+		}
+		if err := client.SetKeepAlive(true); err != nil || get(unix.SOL_SOCKET, unix.SO_KEEPALIVE) == 0 {
+			return fmt.Errorf("SetKeepAlive(true): %v", err)
+		}
+		if err := client.SetKeepAlivePeriod(1500 * time.Millisecond); err != nil ||
+			get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE) != 2 || get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL) != 2 {
+			return fmt.Errorf("SetKeepAlivePeriod: %v", err)
+		}
+		if err := client.SetLinger(7); err != nil {
+			return err
+		}
+		l, err := unix.GetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER)
+		if err != nil || l.Onoff == 0 || l.Linger != 7 {
+			return fmt.Errorf("SetLinger(7): %+v, %v", l, err)
+		}
+		if err := client.SetLinger(-1); err != nil {
+			return err
+		}
+		if l, err := unix.GetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER); err != nil || l.Onoff != 0 {
+			return fmt.Errorf("SetLinger(-1): %+v, %v", l, err)
+		}
+		// Listeners reuse addresses.
+		ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer ln.Close(ctx)
+		if v, err := unix.GetsockoptInt(ln.g.fd, unix.SOL_SOCKET, unix.SO_REUSEADDR); err != nil || v == 0 {
+			return fmt.Errorf("SO_REUSEADDR on a listener = %d, %v", v, err)
+		}
+		return nil
+	})
+}
+
+// Listeners and connections work from plain goroutines, and interoperate
+// with package net.
+func TestTCPFromGoroutinesAndNet(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	ctx := context.Background()
+	l, err := rt.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("ping")); err != nil {
+			done <- err
+			return
+		}
+		b := make([]byte, 4)
+		_, err = io.ReadFull(c, b)
+		if err == nil && string(b) != "pong" {
+			err = fmt.Errorf("net client got %q", b)
+		}
+		done <- err
+	}()
+	c, err := l.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	if _, err := c.ReadFull(ctx, b); err != nil || string(b) != "ping" {
+		t.Fatalf("ReadFull = %q, %v", b, err)
+	}
+	if _, err := c.Write(ctx, []byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Dial from a goroutine to a net listener.
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nl.Close()
+	go func() {
+		s, err := nl.Accept()
+		if err == nil {
+			io.Copy(s, s)
+			s.Close()
+		}
+	}()
+	d, err := rt.Dial(ctx, "tcp", nl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Write(ctx, []byte("echo")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ReadFull(ctx, b); err != nil || string(b) != "echo" {
+		t.Fatalf("echo through net = %q, %v", b, err)
+	}
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Dial(ctx, "tcp", nl.Addr().String()); !errors.Is(err, ErrNoRuntime) {
+		t.Fatalf("Dial without a task = %v, want ErrNoRuntime", err)
+	}
+}
+
+// Close of the runtime while reads, accepts and file I/O are in flight
+// returns, and every descriptor those tasks opened is closed by their
+// deferred Close calls, which run with cancelled contexts.
+func TestRuntimeCloseWithIOInFlightLeaksNoFD(t *testing.T) {
+	// Package net opens its poller's descriptors on first use: do that
+	// before counting.
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		l.Close()
+	}
+	before := countFDs(t)
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 64)
+	finished := make(chan error, 1)
+	go func() {
+		_, err := BlockOn(rt, ioInFlight(started))
+		finished <- err
+	}()
+	for range 23 {
+		<-started
+	}
+	time.Sleep(10 * time.Millisecond)
+	within(t, 10*time.Second, "Close with I/O in flight", func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := <-finished; !errors.Is(err, ErrClosed) {
+		t.Fatalf("BlockOn = %v, want ErrClosed", err)
+	}
+	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	if after := countFDs(t); after != before {
+		t.Fatalf("%d descriptors before, %d after Close", before, after)
+	}
+}
+
+// ioInFlight opens sockets and a file and leaves 23 operations waiting on
+// them, signalling started for each.
+func ioInFlight(started chan<- struct{}) func(ctx context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer l.Close(ctx)
+		u, err := ListenUDP(ctx, "udp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer u.Close(ctx)
+		Spawn(ctx, func(ctx context.Context) (int, error) {
+			started <- struct{}{}
+			_, _, err := u.ReadFrom(ctx, make([]byte, 10))
+			return 0, err
+		})
+		for range 10 {
+			c, err := Dial(ctx, "tcp", l.Addr().String())
+			if err != nil {
+				return 0, err
+			}
+			s, err := l.Accept(ctx)
+			if err != nil {
+				return 0, err
+			}
+			for _, conn := range []*Conn{c, s} {
+				Spawn(ctx, func(ctx context.Context) (int, error) {
+					defer conn.Close(ctx)
+					started <- struct{}{}
+					return conn.Read(ctx, make([]byte, 10))
+				})
+			}
+		}
+		Spawn(ctx, func(ctx context.Context) (int, error) {
+			f, err := Open(ctx, "/proc/self/status")
+			if err != nil {
+				return 0, err
+			}
+			defer f.Close(ctx)
+			started <- struct{}{}
+			for {
+				if _, err := f.ReadAt(ctx, make([]byte, 100), 0); err != nil {
+					return 0, err
+				}
+			}
+		})
+		started <- struct{}{}
+		_, err = l.Accept(ctx)
+		return 0, err
+	}
+}

@@ -1,0 +1,237 @@
+package runtime
+
+import (
+	"context"
+	"net"
+	"net/netip"
+
+	"github.com/faio-go/faio/modules/uring"
+	"golang.org/x/sys/unix"
+)
+
+// UDPConn is a UDP socket whose I/O runs on the io_uring of the worker
+// running the calling task: unconnected (ListenUDP: ReadFrom and WriteTo
+// any peer) or connected (DialUDP: Read and Write with one peer). Each
+// method that may wait takes a context first, as Conn's do, and it is safe
+// for concurrent use in the same way: receives take turns, sends take
+// turns. A datagram longer than the buffer given to a read is truncated,
+// the rest discarded, as with net.UDPConn.
+type UDPConn struct {
+	sock
+	family     int
+	rmsg, wmsg msgOp // used under rl and wl
+}
+
+// ListenUDP opens a UDP socket bound to address on the runtime of ctx's
+// task, like net.ListenPacket: network is "udp", "udp4" or "udp6", address
+// as for Listen (port 0 picks a free port; see LocalAddr). From other
+// goroutines use (*Runtime).ListenUDP.
+func ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
+	rt, err := runtimeOf(ctx)
+	if err != nil {
+		return nil, netError("listen", network, nil, nil, err)
+	}
+	return rt.ListenUDP(ctx, network, address)
+}
+
+// ListenUDP is the package-level ListenUDP for any goroutine: the UDPConn
+// uses rt.
+func (rt *Runtime) ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
+	ipNet := ipNetwork(network, "udp")
+	if ipNet == "" {
+		return nil, netError("listen", network, nil, nil, net.UnknownNetworkError(network))
+	}
+	addrs, err := resolve(ctx, network, ipNet, address, true)
+	if err != nil {
+		return nil, netError("listen", network, nil, nil, err)
+	}
+	var first error
+	for _, ap := range addrs {
+		c, err := rt.udpSocket(ctx, network, ap, netip.AddrPort{})
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+// DialUDP opens a UDP socket connected to address on the runtime of ctx's
+// task, like net.Dial with "udp", "udp4" or "udp6": Read receives only from
+// that peer and Write sends to it. Each resolved address is tried in turn.
+// From other goroutines use (*Runtime).DialUDP.
+func DialUDP(ctx context.Context, network, address string) (*UDPConn, error) {
+	rt, err := runtimeOf(ctx)
+	if err != nil {
+		return nil, netError("dial", network, nil, nil, err)
+	}
+	return rt.DialUDP(ctx, network, address)
+}
+
+// DialUDP is the package-level DialUDP for any goroutine: the UDPConn uses
+// rt.
+func (rt *Runtime) DialUDP(ctx context.Context, network, address string) (*UDPConn, error) {
+	ipNet := ipNetwork(network, "udp")
+	if ipNet == "" {
+		return nil, netError("dial", network, nil, nil, net.UnknownNetworkError(network))
+	}
+	addrs, err := resolve(ctx, network, ipNet, address, false)
+	if err != nil {
+		return nil, netError("dial", network, nil, nil, err)
+	}
+	var first error
+	for _, ap := range addrs {
+		c, err := rt.udpSocket(ctx, network, netip.AddrPort{}, ap)
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, first
+}
+
+// udpSocket creates a UDP socket bound to local (when valid) and connected
+// to remote (when valid).
+func (rt *Runtime) udpSocket(ctx context.Context, network string, local, remote netip.AddrPort) (*UDPConn, error) {
+	op, ap := "listen", local
+	if remote.IsValid() {
+		op, ap = "dial", remote
+	}
+	fail := func(err error) (*UDPConn, error) {
+		return nil, netError(op, network, nil, net.UDPAddrFromAddrPort(ap), err)
+	}
+	fd, err := newSocket(ap, unix.SOCK_DGRAM, unix.IPPROTO_UDP, ipNetwork(network, "udp") == "ip6")
+	if err != nil {
+		return fail(err)
+	}
+	if local.IsValid() {
+		err = bind(fd, local)
+	} else {
+		cop := &sockaddrOp{opcode: uring.OpConnect, fd: fd}
+		if cop.salen, err = uring.SockaddrFromAddrPort(remote, &cop.sa); err == nil {
+			res, serr := SubmitOn(ctx, rt, cop)
+			err = ioErr("connect", res, serr)
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	laddr, err := sockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	c := &UDPConn{sock: sock{network: network, laddr: net.UDPAddrFromAddrPort(laddr)}}
+	if remote.IsValid() {
+		c.raddr = net.UDPAddrFromAddrPort(remote)
+	}
+	c.family = unix.AF_INET
+	if !ap.Addr().Is4() {
+		c.family = unix.AF_INET6
+	}
+	c.g.init(rt, fd, true)
+	return c, nil
+}
+
+// ReadFrom receives one datagram into b and returns its length (truncated
+// to len(b)) and its sender, like net.UDPConn.ReadFromUDPAddrPort. On a
+// dual-stack socket IPv4 senders appear as IPv4-mapped IPv6 addresses.
+func (c *UDPConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
+	n, from, err := c.msgXfer(ctx, &c.rl, &c.rmsg, uring.OpRecvmsg, b, netip.AddrPort{})
+	if err != nil {
+		return n, from, c.opError("read", err)
+	}
+	return n, from, nil
+}
+
+// WriteTo sends b as one datagram to addr, like
+// net.UDPConn.WriteToUDPAddrPort. IPv4 addresses work on IPv6 sockets
+// (dual-stack) and IPv4-mapped addresses on IPv4 ones. On a connected
+// UDPConn it fails with net.ErrWriteToConnected.
+func (c *UDPConn) WriteTo(ctx context.Context, b []byte, addr netip.AddrPort) (int, error) {
+	if c.raddr != nil {
+		return 0, netError("write", c.network, c.laddr, net.UDPAddrFromAddrPort(addr), net.ErrWriteToConnected)
+	}
+	a := addr.Addr()
+	if c.family == unix.AF_INET6 && a.Is4() {
+		addr = netip.AddrPortFrom(netip.AddrFrom16(a.As16()), addr.Port())
+	} else if c.family == unix.AF_INET && a.Is4In6() {
+		addr = netip.AddrPortFrom(a.Unmap(), addr.Port())
+	}
+	n, _, err := c.msgXfer(ctx, &c.wl, &c.wmsg, uring.OpSendmsg, b, addr)
+	if err != nil {
+		return n, netError("write", c.network, c.laddr, net.UDPAddrFromAddrPort(addr), err)
+	}
+	return n, nil
+}
+
+// msgXfer runs one recvmsg (returning the sender) or sendmsg (to to) under
+// l; errors are as for sock.xfer.
+func (c *UDPConn) msgXfer(ctx context.Context, l *opLock, op *msgOp, opcode uring.Op, b []byte, to netip.AddrPort) (int, netip.AddrPort, error) {
+	var from netip.AddrPort
+	if err := l.lock(ctx); err != nil {
+		return 0, from, err
+	}
+	if !c.g.incref() {
+		l.unlock()
+		return 0, from, net.ErrClosed
+	}
+	op.opcode, op.fd, op.buf, op.flags = opcode, c.g.fd, b, 0
+	var err error
+	if opcode == uring.OpSendmsg {
+		op.flags = unix.MSG_NOSIGNAL
+		op.salen, err = uring.SockaddrFromAddrPort(to, &op.sa)
+	}
+	var res Result
+	if err == nil {
+		var serr error
+		res, serr = SubmitOn(ctx, c.g.rt, op)
+		err = ioErr(syscallName(opcode), res, serr)
+	}
+	if err == nil && opcode == uring.OpRecvmsg {
+		from, err = uring.AddrPortFromSockaddr(&op.sa, op.msg.Namelen)
+	}
+	op.clear()
+	closing := c.g.closing()
+	c.g.decref(ctx)
+	l.unlock()
+	if err != nil {
+		if closing {
+			err = net.ErrClosed
+		}
+		return 0, from, err
+	}
+	return int(res.Res), from, nil
+}
+
+// Read receives one datagram from the connected peer into b (truncated to
+// len(b)), like net.UDPConn.Read.
+func (c *UDPConn) Read(ctx context.Context, b []byte) (int, error) {
+	return c.read(ctx, b)
+}
+
+// Write sends b as one datagram to the connected peer, like
+// net.UDPConn.Write.
+func (c *UDPConn) Write(ctx context.Context, b []byte) (int, error) {
+	return c.write(ctx, b)
+}
+
+// Close closes the socket, like net.UDPConn.Close: operations in progress
+// in other tasks return net.ErrClosed promptly, and the descriptor is
+// closed once none uses it (see Conn.Close).
+func (c *UDPConn) Close(ctx context.Context) error { return c.close(ctx) }
+
+// LocalAddr returns the local address, a *net.UDPAddr.
+func (c *UDPConn) LocalAddr() net.Addr { return c.laddr }
+
+// RemoteAddr returns the connected peer's address (a *net.UDPAddr), or nil
+// for a socket made by ListenUDP.
+func (c *UDPConn) RemoteAddr() net.Addr { return c.raddr }
