@@ -1,7 +1,29 @@
-// Package sync provides coroutine-aware synchronisation primitives for
-// faio-go tasks: Mutex, Cond, Event, RWMutex, Semaphore, WaitGroup and
-// Barrier. A task that waits on one of them suspends instead of blocking its
-// worker; a plain goroutine that waits blocks as it would on package sync.
+// Package sync provides synchronisation primitives for faio tasks and plain
+// goroutines alike: Mutex, RWMutex, Cond, Event, Promise, Semaphore,
+// WaitGroup, Latch and Barrier.
 //
-// The package is being built; see the project README for its status.
+// A task (a function run by package runtime) that has to wait on one of
+// them suspends: its worker goes on running other tasks, and the task is
+// queued again when the primitive wakes it. A plain goroutine (one whose
+// context carries no task) that has to wait blocks, as it would on package
+// sync. Both kinds of caller can share one primitive.
+//
+// Every call that may wait takes a context first. It returns ctx.Err() if
+// the context is done before the wait is over, and leaves the primitive as
+// if the call had never been made: a lock or permit handed to a caller that
+// has already given up goes to the next waiter. Such a call also charges
+// the task's cooperative budget (runtime.Consume) when it completes at
+// once, so a task looping on always-ready operations still lets the other
+// tasks of its worker run.
+//
+// All primitives are built on runtime.Suspend, which calls a register
+// function on the worker only after the task has switched away: that is
+// where a waiter puts itself in a wait list, so a wake-up can never find it
+// still running. Mutex is lock-free throughout; the other primitives take
+// an internal lock only when a caller has to wait or be woken, never on
+// their uncontended paths. Waiters are served in the order they queued.
+//
+// Panics are kept to the misuses package sync also panics on: unlocking
+// an unlocked lock, a negative WaitGroup counter, releasing more semaphore
+// permits than held.
 package sync

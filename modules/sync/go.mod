@@ -2,7 +2,11 @@ module github.com/faio-go/faio/modules/sync
 
 go 1.26.0
 
-require github.com/faio-go/faio/modules/runtime v0.0.0
+require (
+	github.com/faio-go/faio/modules/runtime v0.0.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.24.0
+)
 
 require (
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
