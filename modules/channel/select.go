@@ -1,7 +1,6 @@
 package channel
 
 import (
-	"cmp"
 	"context"
 	"math/rand/v2"
 	"slices"
@@ -48,17 +47,21 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 	if err := runtime.Consume(ctx); err != nil {
 		return -1, err
 	}
-	order := make([]int, 0, len(cases))
+	// Small Selects look for a ready case without allocating.
+	var orderBuf [8]int
+	var lockBuf [8]*chanLock
+	order, locks := orderBuf[:0], lockBuf[:0]
 	for i, k := range cases {
 		if k != nil {
 			order = append(order, i)
+			locks = append(locks, k.lock())
 		}
 	}
 	for i := len(order) - 1; i > 0; i-- {
 		j := rand.IntN(i + 1)
 		order[i], order[j] = order[j], order[i]
 	}
-	locks := lockSet(cases)
+	locks = sortLocks(locks)
 
 	lockAll(locks)
 	for _, i := range order {
@@ -69,7 +72,12 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 		}
 	}
 	unlockAll(locks)
+	return selectWait(ctx, slices.Clone(cases), slices.Clone(order), slices.Clone(locks))
+}
 
+// selectWait is the rest of Select once no case was ready: it queues the
+// cases and waits for a peer to complete one of them, or for ctx to end.
+func selectWait(ctx context.Context, cases []Case, order []int, locks []*chanLock) (int, error) {
 	g := &wait{}
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		lockAll(locks)
@@ -79,7 +87,8 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 			return true
 		}
 		// Nothing of g is queued yet and the owner needs all the locks to
-		// cancel, so g is ours until the nodes go in.
+		// cancel, so g is ours until the nodes go in. A peer may have come
+		// since the first look.
 		for _, i := range order {
 			if res, peer := cases[i].tryLocked(); res != outcomeWait {
 				g.index = i
@@ -111,15 +120,14 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 	return g.index, cases[g.index].result()
 }
 
-// lockSet returns the distinct channel locks of cases in id order.
-func lockSet(cases []Case) []*chanLock {
-	locks := make([]*chanLock, 0, len(cases))
-	for _, k := range cases {
-		if k != nil {
-			locks = append(locks, k.lock())
+// sortLocks sorts locks by id and drops duplicates (cases on one channel).
+// Selects are small: insertion sort.
+func sortLocks(locks []*chanLock) []*chanLock {
+	for i := 1; i < len(locks); i++ {
+		for j := i; j > 0 && locks[j].id < locks[j-1].id; j-- {
+			locks[j], locks[j-1] = locks[j-1], locks[j]
 		}
 	}
-	slices.SortFunc(locks, func(a, b *chanLock) int { return cmp.Compare(a.id, b.id) })
 	return slices.Compact(locks)
 }
 
