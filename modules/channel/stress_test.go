@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -180,4 +182,120 @@ func TestStressFIFOPerProducer(t *testing.T) {
 			conserve(t, rt, capacity, 4, 1, perProducer/4, onTasks, onTasks)
 		})
 	}
+}
+
+// Ends close while operations through them wait or run: every producer's
+// and every consumer's end is closed by another goroutine once its owner
+// has done an arbitrary number of operations, and one receiver that is
+// never closed drains to the end. A value whose Send returned nil is
+// received exactly once; a value whose Send failed comes back in its
+// SendError and is never received.
+func TestStressCloseRacesOperations(t *testing.T) {
+	rounds := 200
+	if raceEnabled {
+		rounds = 60
+	}
+	const producers, consumers, perProducer = 4, 4, 300
+	rt := newRuntime(t, 2)
+	okSends := 0
+	for r := range rounds {
+		tx, rx := New[uint64](2)
+		var fns []func(context.Context) error
+		var where []placement
+		var mu sync.Mutex
+		sent := map[uint64]int{}
+		received := map[uint64]int{}
+		var prodClosers, consClosers sync.WaitGroup
+		// closeAfter closes an end once progress reaches k, or once stop
+		// is closed (a consumer may never get k values).
+		closeAfter := func(wg *sync.WaitGroup, progress *atomic.Int64, k int64, stop <-chan struct{}, close func() error) {
+			wg.Go(func() {
+				for progress.Load() < k {
+					select {
+					case <-stop:
+						k = 0
+					default:
+						goruntime.Gosched()
+					}
+				}
+				close()
+			})
+		}
+		never := make(chan struct{})
+		for p := range producers {
+			txp := tx.Clone()
+			var progress atomic.Int64
+			closeAfter(&prodClosers, &progress, int64((r*7+p*131)%(perProducer+1)), never, txp.Close)
+			fns = append(fns, func(ctx context.Context) error {
+				for i := range perProducer {
+					v := value(p, i)
+					err := txp.Send(ctx, v)
+					var se *SendError[uint64]
+					switch {
+					case err == nil:
+						mu.Lock()
+						sent[v]++
+						mu.Unlock()
+					case errors.As(err, &se) && se.Value == v:
+					default:
+						return fmt.Errorf("producer %d: Send(%#x) = %v", p, v, err)
+					}
+					progress.Add(1)
+				}
+				return nil
+			})
+			where = append(where, placement((r+p)%2))
+		}
+		if err := tx.Close(); err != nil {
+			t.Fatal(err)
+		}
+		producersClosed := make(chan struct{})
+		go func() {
+			prodClosers.Wait()
+			close(producersClosed)
+		}()
+		drain := func(rxc *Receiver[uint64], progress *atomic.Int64) func(context.Context) error {
+			return func(ctx context.Context) error {
+				for {
+					v, err := rxc.Recv(ctx)
+					if errors.Is(err, ErrClosed) {
+						return nil
+					}
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					received[v]++
+					mu.Unlock()
+					progress.Add(1)
+				}
+			}
+		}
+		for c := range consumers {
+			rxc := rx.Clone()
+			var progress atomic.Int64
+			closeAfter(&consClosers, &progress, int64((r*11+c*97)%perProducer), producersClosed, rxc.Close)
+			fns = append(fns, drain(rxc, &progress))
+			where = append(where, placement((r+c)%2))
+		}
+		fns = append(fns, drain(rx, new(atomic.Int64)))
+		where = append(where, onTasks)
+		if err := runEach(rt, where, fns); err != nil {
+			t.Fatal(err)
+		}
+		consClosers.Wait()
+		if len(sent) != len(received) {
+			t.Fatalf("round %d: %d values sent, %d received", r, len(sent), len(received))
+		}
+		for v, n := range received {
+			if n != 1 || sent[v] != 1 {
+				t.Fatalf("round %d: value %#x sent %d times, received %d times", r, v, sent[v], n)
+			}
+		}
+		if err := rx.Close(); err != nil {
+			t.Fatal(err)
+		}
+		okSends += len(sent)
+	}
+	t.Logf("%d of %d sends delivered before their end closed", okSends, rounds*producers*perProducer)
 }
