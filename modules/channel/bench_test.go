@@ -185,7 +185,7 @@ func BenchmarkW4MPMC(b *testing.B) {
 
 // An uncontended buffered Send followed by a Recv; must not allocate.
 func BenchmarkBufferedSendRecv(b *testing.B) {
-	b.Run("impl=faio/goroutine", func(b *testing.B) {
+	b.Run("ctx=goroutine/impl=faio", func(b *testing.B) {
 		ctx := context.Background()
 		tx, rx := New[int](16)
 		b.ReportAllocs()
@@ -198,7 +198,7 @@ func BenchmarkBufferedSendRecv(b *testing.B) {
 			}
 		}
 	})
-	b.Run("impl=faio/task", func(b *testing.B) {
+	b.Run("ctx=task/impl=faio", func(b *testing.B) {
 		rt := newRuntime(b, benchWorkers)
 		tx, rx := New[int](16)
 		b.ReportAllocs()
@@ -218,7 +218,7 @@ func BenchmarkBufferedSendRecv(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
-	b.Run("impl=go", func(b *testing.B) {
+	b.Run("ctx=goroutine/impl=go", func(b *testing.B) {
 		ch := make(chan int, 16)
 		b.ReportAllocs()
 		for i := range b.N {
@@ -228,18 +228,37 @@ func BenchmarkBufferedSendRecv(b *testing.B) {
 	})
 }
 
-// Try operations on a rendezvous-free path: TrySend then TryRecv.
+// TrySend then TryRecv on a buffered channel, against the same with a
+// select default on a Go channel.
 func BenchmarkTrySendTryRecv(b *testing.B) {
-	tx, rx := New[int](16)
-	b.ReportAllocs()
-	for i := range b.N {
-		if err := tx.TrySend(i); err != nil {
-			b.Fatal(err)
+	b.Run("impl=faio", func(b *testing.B) {
+		tx, rx := New[int](16)
+		b.ReportAllocs()
+		for i := range b.N {
+			if err := tx.TrySend(i); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rx.TryRecv(); err != nil {
+				b.Fatal(err)
+			}
 		}
-		if _, err := rx.TryRecv(); err != nil {
-			b.Fatal(err)
+	})
+	b.Run("impl=go", func(b *testing.B) {
+		ch := make(chan int, 16)
+		b.ReportAllocs()
+		for i := range b.N {
+			select {
+			case ch <- i:
+			default:
+				b.Fatal("full")
+			}
+			select {
+			case <-ch:
+			default:
+				b.Fatal("empty")
+			}
 		}
-	}
+	})
 }
 
 // Select over two channels, one of which always has a value, against a

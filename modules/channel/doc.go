@@ -14,7 +14,8 @@
 // block the calling goroutine when ctx carries no task, so one channel can
 // connect tasks, plain goroutines, or both. Every wait honours its
 // context: when ctx ends the operation leaves the queue and returns
-// ctx.Err() having moved nothing.
+// ctx.Err() having moved nothing, unless a peer completed it first, in
+// which case it succeeds.
 //
 // # How a value travels
 //
@@ -46,7 +47,7 @@
 // wait state (waiting, fired, cancelled); a peer completing it claims the
 // state with a compare-and-swap before moving the value, and the waiter,
 // woken by a cancellation, claims it for the cancellation under the
-// channel's lock. Exactly one claim wins: if the peer's did, the operation
+// channel's lock (a Select: under the locks of all its channels). Exactly one claim wins: if the peer's did, the operation
 // happened and returns success; if the cancellation's did, the peer skips
 // the waiter and serves the next one. No value is lost or duplicated.
 // Operations that complete without waiting charge the task's cooperative
@@ -56,13 +57,14 @@
 // # Why a lock
 //
 // The state is guarded by a sync.Mutex held for a few dozen instructions
-// and never across a suspension: each operation changes the buffer and the
-// two queues together, and the hand-off between a sender and a queued
-// receiver must be decided atomically with the state of both queues. A
-// lock-free design would need a multi-word protocol for that (as Go's own
-// channels also use a lock). Because the lock is never held while waiting
-// and the critical sections are short, a task that finds it taken spins
-// only briefly; waiting itself always goes through runtime.Suspend.
+// and never across a suspension. Each operation changes the buffer and the
+// two queues together, and a hand-off must be decided atomically with the
+// state of both queues and the claim of the waiter served; a lock-free
+// design would need a multi-word protocol for that (Go's own channels use a
+// lock too). Since the lock is only ever held for one such short critical
+// section, a task that finds it taken waits for that section to end
+// (sync.Mutex spins first), never for another task's wait: waiting always
+// goes through runtime.Suspend, with the lock released.
 //
 // # Select
 //

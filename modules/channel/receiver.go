@@ -10,7 +10,8 @@ import (
 
 // Receiver is a receiving end of a channel. One Receiver may be used by
 // many tasks and goroutines at once; Clone makes another end of the same
-// side, which counts separately for Close.
+// side, which counts separately for Close. Receivers come from New and
+// Clone; the zero Receiver is not usable.
 type Receiver[T any] struct {
 	ch  *channel[T]
 	end end

@@ -8,7 +8,8 @@ import (
 
 // Sender is a sending end of a channel. One Sender may be used by many
 // tasks and goroutines at once; Clone makes another end of the same side,
-// which counts separately for Close.
+// which counts separately for Close. Senders come from New and Clone; the
+// zero Sender is not usable.
 type Sender[T any] struct {
 	ch  *channel[T]
 	end end
