@@ -12,10 +12,12 @@
 //
 // Send, Recv and Select suspend the calling task when they must wait, and
 // block the calling goroutine when ctx carries no task, so one channel can
-// connect tasks, plain goroutines, or both. Every wait honours its
-// context: when ctx ends the operation leaves the queue and returns
-// ctx.Err() having moved nothing, unless a peer completed it first, in
-// which case it succeeds.
+// connect tasks, plain goroutines, or both. A task must pass its own
+// context or one derived from it; any other context makes the call block
+// the task's worker like a goroutine. Every wait honours its context: when
+// ctx ends the operation leaves the queue and returns ctx.Err() having
+// moved nothing, unless a peer completed it first, in which case it
+// succeeds.
 //
 // # How a value travels
 //
