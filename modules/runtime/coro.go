@@ -60,6 +60,7 @@ func (c *coro) loop(yield func(struct{}) bool) {
 	defer coroutines.Delete(c.g)
 	for {
 		c.task.coroG.Store(c.g)
+		c.task.worker.curG.Store(c.g)
 		c.task.execute()
 		if !yield(struct{}{}) {
 			return

@@ -249,7 +249,7 @@ func (e *ioEngine) completeIO(cqe *uring.CQE) bool {
 	if t.wstate.Load()&stIOCancel != 0 {
 		to = stCancelled
 	}
-	if t.claim(gen, to) {
+	if won, _ := t.claim(gen, to); won {
 		e.w.pushWoken(t)
 		return true
 	}

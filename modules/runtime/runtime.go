@@ -120,10 +120,23 @@ func (rt *Runtime) Workers() int { return len(rt.workers) }
 // now is the time on the workers' timer wheels: time since New.
 func (rt *Runtime) now() time.Duration { return time.Since(rt.start) }
 
-// enqueue makes t runnable from any goroutine: it goes to the inbox of the
-// worker it last ran on (its timers, ring and cache are there), which is
+// maxLocalWakeScan bounds the workers enqueue compares with the caller; a
+// larger pool takes the inbox path for every wake.
+const maxLocalWakeScan = 16
+
+// enqueue makes t runnable from any goroutine. Woken by a task of this
+// runtime (or a worker loop), it runs next on the waker's worker; woken from
+// elsewhere, it goes to the inbox of the worker it last ran on, which is
 // woken if asleep.
 func (rt *Runtime) enqueue(t *Task) {
+	if g := getg(); len(rt.workers) <= maxLocalWakeScan {
+		for _, w := range rt.workers {
+			if w.curG.Load() == g || w.loopG.Load() == g {
+				w.pushWakeLocal(t)
+				return
+			}
+		}
+	}
 	w := t.worker
 	w.inbox.push(t)
 	// Dekker pairing with park: it stores parked and then checks the

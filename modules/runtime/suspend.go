@@ -22,7 +22,12 @@ const (
 	// instead of resuming the task.
 	stIO       = 8
 	stIOCancel = 16
-	genShift   = 5
+	// stRegistering is set while the worker runs the wait's register
+	// function: a Wake or cancellation that ends the wait meanwhile is
+	// recorded, but the task is queued by the worker once register has
+	// returned, so a task never runs while its register still does.
+	stRegistering = 32
+	genShift      = 6
 )
 
 // Reasons a coroutine switches back to its worker.
@@ -89,6 +94,11 @@ func (w Waker) Wake() bool {
 // register on the calling goroutine and blocks it until the Waker is woken
 // or ctx is done.
 //
+// The task is not resumed before register has returned, even when the wait
+// ends (by Wake or cancellation) while register still runs; if ctx is
+// already cancelled when the worker gets to it, register is not called at
+// all.
+//
 // Suspend returns nil when the Waker was woken (or register returned false)
 // and ctx.Err() when ctx was cancelled first; the Waker's Wake then returns
 // false, so the primitive can skip it. A cancelled waiter's Waker may stay in
@@ -121,6 +131,9 @@ func taskFor(ctx context.Context) *Task {
 // the suspension described by t.coro.kind, and returns once the task is
 // resumed.
 func (t *Task) suspend(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	// A suspended task must be reachable by its parent's cancellation.
 	t.link()
 	c := t.coro
@@ -179,10 +192,17 @@ func (w *worker) completeSuspend(t *Task) {
 		// before the wait is published.
 		c.timer = w.wheel.Insert(c.sleepUntil, Waker{t: t, gen: gen})
 		c.timerWorker = w
+		if c.sleepUntil < w.nextTimer {
+			w.nextTimer = c.sleepUntil
+		}
 	case kindIO:
 		// Likewise only this worker reaps its ring.
 		w.startIO(t, gen)
 		st |= stIO
+	}
+	registering := kind == kindRegister || kind == kindJoin
+	if registering {
+		st |= stRegistering
 	}
 	t.wstate.Store(gen<<genShift | st)
 	// Dekker pairing with cancel: it stores the error and then loads
@@ -190,42 +210,61 @@ func (w *worker) completeSuspend(t *Task) {
 	// other, so a cancellation is never missed.
 	if ctx.Err() != nil {
 		t.cancelWait(gen)
-		return
+	} else {
+		wk := Waker{t: t, gen: gen}
+		switch kind {
+		case kindRegister:
+			if !register(wk) {
+				t.claim(gen, stWoken)
+			}
+		case kindJoin:
+			if !target.registerJoiner(wk) {
+				t.claim(gen, stWoken)
+			}
+		}
 	}
-	wk := Waker{t: t, gen: gen}
-	switch kind {
-	case kindRegister:
-		if !register(wk) {
-			w.wakeLocal(t, gen)
-		}
-	case kindJoin:
-		if !target.registerJoiner(wk) {
-			w.wakeLocal(t, gen)
-		}
+	if registering {
+		w.endRegistering(t, gen)
 	}
 }
 
 // wake resumes suspension gen if it is still waiting; the task goes to the
 // inbox of the worker it suspended on.
 func (t *Task) wake(gen uint64) bool {
-	if t.claim(gen, stWoken) {
+	won, deferred := t.claim(gen, stWoken)
+	if won && !deferred {
 		t.rt.enqueue(t)
-		return true
 	}
-	return false
+	return won
 }
 
 // claim ends suspension gen with state to (stWoken or stCancelled) if it is
-// still waiting. Exactly one claim per suspension succeeds; its caller owns
-// the task until it queues it.
-func (t *Task) claim(gen uint64, to uint64) bool {
+// still waiting. Exactly one claim per suspension wins; the winner queues
+// the task, unless deferred reports that the worker is still running the
+// wait's register function and will queue it when that returns.
+func (t *Task) claim(gen uint64, to uint64) (won, deferred bool) {
 	for {
 		s := t.wstate.Load()
 		if s>>genShift != gen || s&stMask != stWaiting {
-			return false
+			return false, false
 		}
-		if t.wstate.CompareAndSwap(s, gen<<genShift|to) {
-			return true
+		reg := s & stRegistering
+		if t.wstate.CompareAndSwap(s, gen<<genShift|to|reg) {
+			return true, reg != 0
+		}
+	}
+}
+
+// endRegistering clears stRegistering after the register function of
+// suspension gen returned, and queues the task if the wait ended meanwhile.
+func (w *worker) endRegistering(t *Task, gen uint64) {
+	for {
+		s := t.wstate.Load()
+		if t.wstate.CompareAndSwap(s, s&^stRegistering) {
+			if s>>genShift == gen && s&stMask != stWaiting {
+				w.pushWoken(t)
+			}
+			return
 		}
 	}
 }
@@ -233,11 +272,11 @@ func (t *Task) claim(gen uint64, to uint64) bool {
 // wakeLocal is wake for code running on worker w itself (its timer wheel,
 // its ring, a register that declined): the task goes straight to w's queue.
 func (w *worker) wakeLocal(t *Task, gen uint64) bool {
-	if t.claim(gen, stWoken) {
+	won, deferred := t.claim(gen, stWoken)
+	if won && !deferred {
 		w.pushWoken(t)
-		return true
 	}
-	return false
+	return won
 }
 
 // parker blocks a plain goroutine in Suspend. Parkers are pooled; the

@@ -292,7 +292,7 @@ func (t *Task) cancelWait(gen uint64) {
 			return
 		}
 		if s&stIO == 0 {
-			if t.claim(gen, stCancelled) {
+			if won, deferred := t.claim(gen, stCancelled); won && !deferred {
 				t.rt.enqueue(t)
 			}
 			return

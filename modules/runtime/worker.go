@@ -31,6 +31,12 @@ type worker struct {
 	searching bool        // owner's view: counted as searching in rt.sm
 	isSearch  atomic.Bool // the same, for thieves choosing a victim
 	parked    atomic.Bool // asleep (or about to be) in io_uring_enter
+	// loopG and curG identify the worker's own goroutine and the
+	// coroutine it is resuming: a Wake called on either is local, and the
+	// woken task can run here next without waking anybody.
+	loopG     atomic.Uintptr
+	curG      atomic.Uintptr
+	nextTimer time.Duration // earliest deadline on the wheel, as of the last change
 
 	// running is the id of the task being resumed (0 between tasks) and
 	// runs counts resumptions: the watchdog reads both to spot a task that
@@ -59,10 +65,16 @@ func (w *worker) loop() {
 	defer close(w.stopped)
 	defer w.onExit()
 	rt := w.rt
+	w.loopG.Store(getg())
 	for !rt.shutdown.Load() {
 		w.tick++
 		if w.tick%uint32(rt.cfg.IOInterval) == 0 {
 			w.drive()
+		} else if w.wheel.Len() > 0 && rt.now() >= w.nextTimer {
+			// Timers are checked against the clock every tick (one
+			// vDSO read, only while any are armed), so a worker busy
+			// with long tasks still fires them on time.
+			w.fireTimers()
 		}
 		t := w.nextTask()
 		if t == nil {
@@ -134,7 +146,9 @@ func (w *worker) runTask(t *Task) {
 	// A new coroutine's identity is known only once it runs: coro.loop
 	// publishes it for a task it starts.
 	t.coroG.Store(c.g)
+	w.curG.Store(c.g)
 	c.next()
+	w.curG.Store(0)
 	t.coroG.Store(0)
 	w.running.Store(0)
 	w.runningTask = nil
@@ -352,15 +366,44 @@ func (w *worker) unpark() {
 func (w *worker) drive() int {
 	n := w.io.reap()
 	if w.wheel.Len() > 0 {
-		n += w.wheel.Advance(w.rt.now(), w.fireFn)
+		n += w.fireTimers()
 	}
 	return n
+}
+
+// fireTimers advances the wheel to now and notes its next deadline.
+func (w *worker) fireTimers() int {
+	n := w.wheel.Advance(w.rt.now(), w.fireFn)
+	w.noteTimers()
+	return n
+}
+
+// noteTimers caches the wheel's next deadline for the per-tick check.
+func (w *worker) noteTimers() {
+	if d, ok := w.wheel.NextDeadline(); ok {
+		w.nextTimer = d
+	} else {
+		w.nextTimer = 1<<63 - 1
+	}
+}
+
+// pushWakeLocal queues t, woken by code running on this worker (its loop or
+// the task it is resuming), in the LIFO slot: it runs as soon as the waker
+// suspends, on this worker, with no cross-thread wake-up. This is what makes
+// a ping-pong between two tasks cost two coroutine switches. The task the
+// slot held moves to the queue, where another worker may steal it.
+func (w *worker) pushWakeLocal(t *Task) {
+	t.worker = w
+	if prev := w.lifo.Swap(t); prev != nil {
+		w.pushLocal(prev)
+		w.rt.notifyOne()
+	}
 }
 
 // fireTimer wakes a sleeping task whose deadline has come.
 func (w *worker) fireTimer(wk Waker) {
 	if wk.t != nil {
-		if wk.t.claim(wk.gen, stWoken) {
+		if won, _ := wk.t.claim(wk.gen, stWoken); won {
 			// Won the wake: the task is not running, its fields are ours.
 			wk.t.coro.timerWorker = nil
 			w.pushWoken(wk.t)
