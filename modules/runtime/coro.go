@@ -6,6 +6,7 @@ import (
 	"iter"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/faio-go/faio/modules/timerwheel"
@@ -16,11 +17,12 @@ import (
 // Creating a coroutine costs about a microsecond, a resume and yield about a
 // tenth of that, hence the pool.
 type coro struct {
-	next  func() (struct{}, bool)
-	stop  func()
-	yield func(struct{}) bool
-	g     uintptr
-	task  *Task
+	next   func() (struct{}, bool)
+	stop   func()
+	yield  func(struct{}) bool
+	g      atomic.Uintptr // identity of the coroutine's goroutine, set when it starts
+	task   *Task
+	taskID atomic.Uint64 // id of task, for the watchdog's report
 
 	// Why the task switched back, and the suspension it asks the worker
 	// to complete. They live here, not in Task, because only a task that
@@ -55,12 +57,11 @@ func newCoro() *coro {
 
 func (c *coro) loop(yield func(struct{}) bool) {
 	c.yield = yield
-	c.g = getg()
-	coroutines.Store(c.g, c)
-	defer coroutines.Delete(c.g)
+	g := getg()
+	c.g.Store(g)
+	coroutines.Store(g, c)
+	defer coroutines.Delete(g)
 	for {
-		c.task.coroG.Store(c.g)
-		c.task.worker.curG.Store(c.g)
 		c.task.execute()
 		if !yield(struct{}{}) {
 			return

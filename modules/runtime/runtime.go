@@ -120,22 +120,43 @@ func (rt *Runtime) Workers() int { return len(rt.workers) }
 // now is the time on the workers' timer wheels: time since New.
 func (rt *Runtime) now() time.Duration { return time.Since(rt.start) }
 
-// maxLocalWakeScan bounds the workers enqueue compares with the caller; a
-// larger pool takes the inbox path for every wake.
-const maxLocalWakeScan = 16
+// currentCoro returns the coroutine of rt that the calling goroutine is,
+// or nil. A worker holds its current coroutine in an atomic pointer, and a
+// coroutine's g is set once when it starts, so comparing them is race-free
+// from any goroutine; only a match makes c.task safe to read.
+func (rt *Runtime) currentCoro() *coro {
+	g := getg()
+	for _, w := range rt.workers {
+		if c := w.current.Load(); c != nil && c.g.Load() == g {
+			return c
+		}
+	}
+	return nil
+}
+
+// localWorker returns the worker whose loop or current coroutine the
+// calling goroutine is, or nil.
+func (rt *Runtime) localWorker() *worker {
+	g := getg()
+	for _, w := range rt.workers {
+		if w.loopG.Load() == g {
+			return w
+		}
+		if c := w.current.Load(); c != nil && c.g.Load() == g {
+			return w
+		}
+	}
+	return nil
+}
 
 // enqueue makes t runnable from any goroutine. Woken by a task of this
 // runtime (or a worker loop), it runs next on the waker's worker; woken from
 // elsewhere, it goes to the inbox of the worker it last ran on, which is
 // woken if asleep.
 func (rt *Runtime) enqueue(t *Task) {
-	if g := getg(); len(rt.workers) <= maxLocalWakeScan {
-		for _, w := range rt.workers {
-			if w.curG.Load() == g || w.loopG.Load() == g {
-				w.pushWakeLocal(t)
-				return
-			}
-		}
+	if w := rt.localWorker(); w != nil {
+		w.pushWakeLocal(t)
+		return
 	}
 	w := t.worker
 	w.inbox.push(t)
@@ -212,7 +233,7 @@ func (rt *Runtime) finish(t *Task, w *worker) {
 	t.complete()
 	t.finishTree()
 	if w != nil {
-		w.stats.completed.Add(1)
+		w.counts.completed++
 	} else {
 		rt.completedOutside.Add(1)
 	}

@@ -102,7 +102,7 @@ func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *Joi
 			return failed[T](ErrClosed)
 		}
 		h.task.worker = w
-		w.stats.spawned.Add(1)
+		w.counts.spawned++
 		if prev := w.lifo.Swap(&h.task); prev != nil {
 			// The previous LIFO task joins the queue, where another
 			// worker may steal it: wake one to do so.

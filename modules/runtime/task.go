@@ -52,10 +52,6 @@ type Task struct {
 	prev, next *Task // siblings in treeParent.children
 	ext        *taskExt
 
-	// coroG is the identity of the coroutine goroutine while the task is
-	// resumed, zero otherwise: running() compares it with getg().
-	coroG atomic.Uintptr
-
 	// Execution state, owned by whichever worker runs the task; handed
 	// between workers through the run queues (which order the accesses).
 	worker *worker
@@ -238,7 +234,12 @@ func (t *Task) WorkerID() int {
 // Only then may the caller switch t's coroutine or use its worker's
 // owner-only state.
 func (t *Task) running() *Task {
-	if t != nil && t.coroG.Load() == getg() {
+	if t == nil {
+		return nil
+	}
+	if c := t.rt.currentCoro(); c != nil && c.task == t {
+		// We are c's goroutine, so c.task was set before we were
+		// resumed and cannot change while we run.
 		return t
 	}
 	return nil

@@ -10,10 +10,11 @@ import (
 // sleeping worker to steal them: the hazard of tokio-rs/tokio#4730, where
 // one blocking task stalls every task queued behind it.
 //
-// It samples each worker's (running task, resumption count) pair every half
-// threshold. The pair unchanged with a task running means the same
-// resumption is still going on; the hot path pays only two atomic stores per
-// resumption.
+// It samples each worker's current coroutine and heartbeat (bumped every
+// heartbeatTicks ticks of its loop) every half threshold: both unchanged,
+// with a coroutine running, means one resumption has held the worker since
+// the last sample. The hot path pays nothing beyond the current-coroutine
+// stores it makes anyway.
 type watchdog struct {
 	rt     *Runtime
 	stalls atomic.Uint64
@@ -33,10 +34,10 @@ func (d *watchdog) stop() {
 }
 
 type workerSample struct {
-	task     uint64
-	runs     uint64
-	since    time.Time
-	reported bool
+	coro      *coro
+	heartbeat uint64
+	since     time.Time
+	reported  bool
 }
 
 func (d *watchdog) run() {
@@ -58,9 +59,9 @@ func (d *watchdog) run() {
 }
 
 func (d *watchdog) check(w *worker, s *workerSample, now time.Time, threshold time.Duration) {
-	task, runs := w.running.Load(), w.runs.Load()
-	if task == 0 || task != s.task || runs != s.runs {
-		*s = workerSample{task: task, runs: runs, since: now}
+	c, hb := w.current.Load(), w.heartbeat.Load()
+	if c == nil || c != s.coro || hb != s.heartbeat {
+		*s = workerSample{coro: c, heartbeat: hb, since: now}
 		return
 	}
 	running := now.Sub(s.since)
@@ -71,7 +72,7 @@ func (d *watchdog) check(w *worker, s *workerSample, now time.Time, threshold ti
 	s.reported = true
 	d.stalls.Add(1)
 	if f := d.rt.cfg.OnStall; f != nil {
-		f(StallInfo{Worker: w.id, TaskID: task, Running: running, Waiting: waiting})
+		f(StallInfo{Worker: w.id, TaskID: c.taskID.Load(), Running: running, Waiting: waiting})
 	}
 	// Wake a sleeper directly: WorkerToNotify would decline while someone
 	// searches, but the searchers may all be stuck behind this worker.

@@ -31,27 +31,29 @@ type worker struct {
 	searching bool        // owner's view: counted as searching in rt.sm
 	isSearch  atomic.Bool // the same, for thieves choosing a victim
 	parked    atomic.Bool // asleep (or about to be) in io_uring_enter
-	// loopG and curG identify the worker's own goroutine and the
-	// coroutine it is resuming: a Wake called on either is local, and the
-	// woken task can run here next without waking anybody.
+	// loopG and current identify the worker's own goroutine and the
+	// coroutine it is resuming (nil between tasks): a Wake called on
+	// either is local, so the woken task can run here next without waking
+	// anybody, and a task is "running" only on its own coroutine. current
+	// is the one atomic store before and after each resumption.
 	loopG     atomic.Uintptr
-	curG      atomic.Uintptr
+	current   atomic.Pointer[coro]
+	heartbeat atomic.Uint64 // bumped every heartbeatTicks ticks, for the watchdog
 	nextTimer time.Duration // earliest deadline on the wheel, as of the last change
 
-	// running is the id of the task being resumed (0 between tasks) and
-	// runs counts resumptions: the watchdog reads both to spot a task that
-	// holds its worker while others wait.
-	running atomic.Uint64
-	runs    atomic.Uint64
-
-	runningTask *Task // the task being resumed, for onExit
+	runningTask *Task // the task being resumed (owner only)
 
 	coros   []*coro // idle coroutines
 	batch   []*Task // scratch for global-queue refills and inbox drains
+	counts  localCounts
 	fireFn  func(Waker)
 	stats   workerStats
 	stopped chan struct{}
 }
+
+// heartbeatTicks: every this many ticks the worker proves to the watchdog
+// that its loop moves, and publishes its counters.
+const heartbeatTicks = 16
 
 // maxLIFORuns bounds consecutive runs from the LIFO slot: two tasks that
 // keep spawning each other must not starve the queues (tokio uses 3).
@@ -68,6 +70,10 @@ func (w *worker) loop() {
 	w.loopG.Store(getg())
 	for !rt.shutdown.Load() {
 		w.tick++
+		if w.tick%heartbeatTicks == 0 {
+			w.heartbeat.Add(1)
+			w.counts.publish(&w.stats)
+		}
 		if w.tick%uint32(rt.cfg.IOInterval) == 0 {
 			w.drive()
 		} else if w.wheel.Len() > 0 && rt.now() >= w.nextTimer {
@@ -108,14 +114,13 @@ func (w *worker) onExit() {
 		panic(r)
 	}
 	// The coroutine that called Goexit is gone.
-	if id := w.running.Load(); id != 0 {
-		if t := w.current(); t != nil {
-			t.coro = nil
-			t.body.fail(ErrGoexit)
-			w.rt.finish(t, w)
-		}
+	w.current.Store(nil)
+	if t := w.runningTask; t != nil {
+		w.runningTask = nil
+		t.coro = nil
+		t.body.fail(ErrGoexit)
+		w.rt.finish(t, w)
 	}
-	w.running.Store(0)
 	w.stopped = make(chan struct{})
 	w.rt.workerWG.Add(1)
 	go func() {
@@ -137,22 +142,16 @@ func (w *worker) runTask(t *Task) {
 			w.stats.corosCreated.Add(1)
 		}
 		c.task = t
+		c.taskID.Store(t.id)
 		t.coro = c
 	}
 	c.budget = 0
 	w.runningTask = t
-	w.running.Store(t.id)
-	w.runs.Add(1)
-	// A new coroutine's identity is known only once it runs: coro.loop
-	// publishes it for a task it starts.
-	t.coroG.Store(c.g)
-	w.curG.Store(c.g)
+	w.current.Store(c)
 	c.next()
-	w.curG.Store(0)
-	t.coroG.Store(0)
-	w.running.Store(0)
+	w.current.Store(nil)
 	w.runningTask = nil
-	w.stats.polls.Add(1)
+	w.counts.polls++
 	switch c.yieldReason {
 	case reasonDone:
 		t.coro = nil
@@ -160,6 +159,8 @@ func (w *worker) runTask(t *Task) {
 		if len(w.coros) < maxIdleCoros {
 			w.coros = append(w.coros, c)
 		} else {
+			// Once stopped, the coroutine's goroutine (and so its g)
+			// may be reused; current no longer names it.
 			c.stop()
 		}
 		w.rt.finish(t, w)
@@ -169,8 +170,6 @@ func (w *worker) runTask(t *Task) {
 		w.completeSuspend(t)
 	}
 }
-
-func (w *worker) current() *Task { return w.runningTask }
 
 // pushLocal queues t on this worker; a full queue spills half to the global
 // queue.
@@ -264,7 +263,7 @@ func (w *worker) steal() *Task {
 	if victim == nil {
 		// Nobody has a queue; a busy worker may still hold a LIFO task.
 		for _, v := range rt.workers {
-			if v != w && !v.isSearch.Load() && v.lifo.Load() != nil && v.running.Load() != 0 {
+			if v != w && !v.isSearch.Load() && v.lifo.Load() != nil && v.current.Load() != nil {
 				if t := v.lifo.Swap(nil); t != nil {
 					w.stats.steals.Add(1)
 					w.stats.stolen.Add(1)
@@ -341,6 +340,7 @@ func (w *worker) park() {
 			timeout = max(d-rt.now(), 0)
 		}
 		w.stats.parks.Add(1)
+		w.counts.publish(&w.stats)
 		w.io.wait(timeout)
 	}
 	w.parked.Store(false)
@@ -411,6 +411,21 @@ func (w *worker) fireTimer(wk Waker) {
 		return
 	}
 	wk.Wake()
+}
+
+// localCounts are counters of the hottest events, kept in plain fields by
+// the worker (and the tasks it resumes, which run on its behalf) and
+// published to workerStats every heartbeatTicks ticks and before parking:
+// an atomic add per resumption would cost more than the rest of the
+// bookkeeping together.
+type localCounts struct {
+	spawned, completed, polls uint64
+}
+
+func (l *localCounts) publish(s *workerStats) {
+	s.spawned.Store(l.spawned)
+	s.completed.Store(l.completed)
+	s.polls.Store(l.polls)
 }
 
 // workerStats are the worker's counters, written by the worker and read
