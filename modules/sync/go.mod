@@ -3,9 +3,11 @@ module github.com/faio-go/faio/modules/sync
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/faio-go/faio/modules/runtime v0.0.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.24.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

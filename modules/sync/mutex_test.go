@@ -17,9 +17,6 @@ import (
 // overlap.
 func TestMutexMutualExclusion(t *testing.T) {
 	tasks, iters, goroutines := 1000, 1000, 8
-	if raceEnabled {
-		iters = 100
-	}
 	rt := newRuntime(t, 2)
 	var mu Mutex
 	var inside atomic.Int32

@@ -1,0 +1,167 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	gosync "sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+func TestWaitGroup(t *testing.T) {
+	const n = 50
+	rt := newRuntime(t, 2)
+	var wg WaitGroup
+	var done atomic.Int32
+	run(t, rt, func(ctx context.Context) error {
+		if err := wg.Wait(ctx); err != nil {
+			return err
+		}
+		wg.Add(2 * n)
+		for range n {
+			runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				defer wg.Done()
+				done.Add(1)
+				return struct{}{}, runtime.Yield(ctx)
+			})
+			go func() {
+				defer wg.Done()
+				done.Add(1)
+			}()
+		}
+		// Waiters of both kinds.
+		var gw gosync.WaitGroup
+		gerr := make(chan error, 1)
+		gw.Go(func() { gerr <- wg.Wait(context.Background()) })
+		if err := wg.Wait(ctx); err != nil {
+			return err
+		}
+		if done.Load() != 2*n {
+			return errors.New("Wait returned before the counter reached zero")
+		}
+		gw.Wait()
+		return <-gerr
+	})
+}
+
+func TestWaitGroupCancel(t *testing.T) {
+	rt := newRuntime(t, 2)
+	var wg WaitGroup
+	wg.Add(1)
+	run(t, rt, func(ctx context.Context) error {
+		cctx, cancel := context.WithCancel(ctx)
+		h := runtime.Spawn(cctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, wg.Wait(ctx) })
+		waitUntil(ctx, func() bool { return wg.c.nwait.Load() == 1 })
+		cancel()
+		if _, err := h.Join(ctx); !errors.Is(err, context.Canceled) {
+			return errors.Join(errors.New("cancelled Wait"), err)
+		}
+		if wg.c.nwait.Load() != 0 || wg.c.waiters.len != 0 {
+			return errors.New("cancelled waiter still queued")
+		}
+		wg.Done()
+		return wg.Wait(ctx)
+	})
+}
+
+func TestWaitGroupNegativePanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r != "faio/sync: negative WaitGroup counter" {
+			t.Fatalf("recovered %v", r)
+		}
+	}()
+	var wg WaitGroup
+	wg.Add(1)
+	wg.Done()
+	wg.Done()
+}
+
+// Many rounds of Add/Done racing with Waits: no Wait is left behind.
+func TestWaitGroupStress(t *testing.T) {
+	rounds := 300
+	if raceEnabled {
+		rounds = 60
+	}
+	rt := newRuntime(t, 2)
+	run(t, rt, func(ctx context.Context) error {
+		for range rounds {
+			var wg WaitGroup
+			wg.Add(4)
+			waiters := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				return struct{}{}, spawnN(ctx, 4, func(ctx context.Context, _ int) error { return wg.Wait(ctx) })
+			})
+			gdone := make(chan error, 1)
+			go func() { gdone <- wg.Wait(context.Background()) }()
+			for range 2 {
+				runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) { wg.Done(); return struct{}{}, nil })
+				go wg.Done()
+			}
+			if _, err := waiters.Join(ctx); err != nil {
+				return err
+			}
+			if err := <-gdone; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func TestLatch(t *testing.T) {
+	rt := newRuntime(t, 2)
+	l := NewLatch(3)
+	run(t, rt, func(ctx context.Context) error {
+		var passed atomic.Int32
+		h := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, spawnN(ctx, 4, func(ctx context.Context, _ int) error {
+				if err := l.Wait(ctx); err != nil {
+					return err
+				}
+				passed.Add(1)
+				return nil
+			})
+		})
+		waitUntil(ctx, func() bool { return l.c.nwait.Load() == 4 })
+		for i := 3; i > 0; i-- {
+			if l.Count() != i || l.TryWait() {
+				return errors.New("latch open early")
+			}
+			if passed.Load() != 0 {
+				return errors.New("waiter passed a closed latch")
+			}
+			l.CountDown()
+		}
+		if _, err := h.Join(ctx); err != nil {
+			return err
+		}
+		if !l.TryWait() || passed.Load() != 4 {
+			return errors.New("latch did not open")
+		}
+		return l.Wait(ctx)
+	})
+	var zero Latch
+	if !zero.TryWait() {
+		t.Fatal("zero Latch is not open")
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "faio/sync: Latch counted down below zero" {
+				t.Fatalf("recovered %v", r)
+			}
+		}()
+		l.CountDown()
+	}()
+	if l.Count() != 0 {
+		t.Fatal("a refused CountDown changed the count")
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "faio/sync: negative Latch count" {
+				t.Fatalf("recovered %v", r)
+			}
+		}()
+		NewLatch(-1)
+	}()
+}
