@@ -50,9 +50,6 @@ func joinAll[T any](ctx context.Context, hs []*JoinHandle[T]) error {
 // os) and reads back right at random offsets from many tasks.
 func TestFileWriteAtReadAtManyTasks(t *testing.T) {
 	size, chunk, readers, reads := 64<<20, 256<<10, 32, 4000
-	if raceEnabled {
-		size, reads = 8<<20, 1000
-	}
 	data := randomBytes(size, 1)
 	want := sha256.Sum256(data)
 	name := filepath.Join(t.TempDir(), "big")

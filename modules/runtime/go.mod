@@ -12,6 +12,8 @@ require (
 
 require go.uber.org/goleak v1.3.0
 
+require pgregory.net/rapid v1.3.0
+
 replace (
 	github.com/faio-go/faio/modules/ringq => ../ringq
 	github.com/faio-go/faio/modules/statemachine => ../statemachine

@@ -57,10 +57,7 @@ func logUniformSize(rng *rand.Rand, max int) int {
 // 200 clients each make 1,000 round trips of random sizes (1 B..64 KiB)
 // through an echo server; every byte that comes back is checked.
 func TestTCPEchoManyClients(t *testing.T) {
-	clients, trips := 200, 1000
-	if raceEnabled {
-		clients, trips = 20, 100
-	}
+	const clients, trips = 200, 1000
 	pattern := randomBytes(128<<10, 8)
 	rt := newRuntime(t, Config{Workers: 2})
 	var bytesChecked atomic.Int64
@@ -81,7 +78,7 @@ func TestTCPEchoManyClients(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(i), 1))
 				got := make([]byte, 64<<10)
 				for j := range trips {
-					n := logUniformSize(rng, 64<<10)
+					n := 1 + rng.IntN(64<<10)
 					off := rng.IntN(len(pattern) - n)
 					msg := pattern[off : off+n]
 					// Send and receive at once: a large message must not
@@ -401,10 +398,7 @@ func TestTCPCloseWakesOperationsInFlight(t *testing.T) {
 // Every operation ends with data, io.EOF or net.ErrClosed (nothing else),
 // every Close returns, and no descriptor is left behind.
 func TestStressTCPCloseRacesIO(t *testing.T) {
-	rounds := 200
-	if raceEnabled {
-		rounds = 50
-	}
+	const rounds = 200
 	rt := newRuntime(t, Config{Workers: 2})
 	before := countFDs(t)
 	var closedSeen, dataSeen atomic.Int64

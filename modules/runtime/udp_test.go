@@ -33,10 +33,7 @@ func udpEcho(ctx context.Context, u *UDPConn) error {
 // (DialUDP) and unconnected (ListenUDP) clients; the sender address
 // ReadFrom reports is the server's.
 func TestUDPRoundTrips(t *testing.T) {
-	trips := 500
-	if raceEnabled {
-		trips = 100
-	}
+	const trips = 500
 	pattern := randomBytes(64<<10, 9)
 	rt := newRuntime(t, Config{Workers: 2})
 	for _, c := range []struct{ network, addr, clientAddr string }{
