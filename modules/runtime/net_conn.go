@@ -66,8 +66,10 @@ func (s *sock) xfer(ctx context.Context, l *opLock, op *fdOp, opcode uring.Op, b
 	closing := s.g.closing()
 	s.g.decref(ctx)
 	l.unlock()
-	if err != nil && closing {
-		err = net.ErrClosed
+	// After the shutdown of Close a receive returns 0, which a datagram
+	// socket would otherwise report as an empty datagram.
+	if closing && (err != nil || n == 0 && len(b) > 0) {
+		return n, net.ErrClosed
 	}
 	return n, err
 }

@@ -203,10 +203,10 @@ func (c *UDPConn) msgXfer(ctx context.Context, l *opLock, op *msgOp, opcode urin
 	closing := c.g.closing()
 	c.g.decref(ctx)
 	l.unlock()
+	if closing && (err != nil || res.Res == 0 && len(b) > 0) {
+		return 0, netip.AddrPort{}, net.ErrClosed
+	}
 	if err != nil {
-		if closing {
-			err = net.ErrClosed
-		}
 		return 0, from, err
 	}
 	return int(res.Res), from, nil

@@ -177,6 +177,21 @@ func TestUDPCloseAndDeadline(t *testing.T) {
 			if _, err := reader.Join(ctx); !errors.Is(err, net.ErrClosed) {
 				return fmt.Errorf("ReadFrom across Close = %v", err)
 			}
+			// A connected socket's Read, likewise.
+			d, err := DialUDP(ctx, "udp", self.String())
+			if err != nil {
+				return err
+			}
+			dreader := Spawn(ctx, func(ctx context.Context) (int, error) { return d.Read(ctx, make([]byte, 8)) })
+			if err := Sleep(ctx, 10*time.Millisecond); err != nil {
+				return err
+			}
+			if err := d.Close(ctx); err != nil {
+				return err
+			}
+			if _, err := dreader.Join(ctx); !errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("Read across Close = %v", err)
+			}
 			if _, err := u.WriteTo(ctx, []byte("x"), self); !errors.Is(err, net.ErrClosed) {
 				return fmt.Errorf("WriteTo after Close = %v", err)
 			}
