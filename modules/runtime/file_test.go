@@ -17,34 +17,6 @@ import (
 	"time"
 )
 
-// randomBytes returns n reproducible pseudo-random bytes.
-func randomBytes(n int, seed uint64) []byte {
-	b := make([]byte, n)
-	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16)})
-	_, _ = r.Read(b)
-	return b
-}
-
-// runTask runs fn as a root task on rt and fails the test with its error.
-func runTask(t *testing.T, rt *Runtime, fn func(ctx context.Context) error) {
-	t.Helper()
-	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// joinAll joins every handle and returns the first error.
-func joinAll[T any](ctx context.Context, hs []*JoinHandle[T]) error {
-	var first error
-	for _, h := range hs {
-		if _, err := h.Join(ctx); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
 // A 64 MiB file written by WriteAt from many tasks, in chunks taken in
 // random order, has exactly the bytes (checked by a SHA-256 computed by
 // os) and reads back right at random offsets from many tasks.
@@ -501,14 +473,4 @@ func TestFileCancelledContext(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// countFDs counts the process's open descriptors.
-func countFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }

@@ -1,0 +1,119 @@
+package runtime
+
+// Helpers shared by the file, TCP and UDP tests.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"testing"
+)
+
+// randomBytes returns n reproducible pseudo-random bytes.
+func randomBytes(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16)})
+	_, _ = r.Read(b)
+	return b
+}
+
+// runTask runs fn as a root task on rt and fails the test with its error.
+func runTask(t *testing.T, rt *Runtime, fn func(ctx context.Context) error) {
+	t.Helper()
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// joinAll joins every handle and returns the first error.
+func joinAll[T any](ctx context.Context, hs []*JoinHandle[T]) error {
+	var first error
+	for _, h := range hs {
+		if _, err := h.Join(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// countFDs counts the process's open descriptors.
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// echo serves l until it is closed: every connection gets back what it
+// sends, until it closes its side.
+func echo(ctx context.Context, l *Listener) error {
+	for {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		Spawn(ctx, func(ctx context.Context) (int, error) {
+			defer c.Close(ctx)
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(ctx, buf)
+				if err == io.EOF {
+					return 0, nil
+				}
+				if err != nil {
+					return 0, err
+				}
+				if _, err := c.Write(ctx, buf[:n]); err != nil {
+					return 0, err
+				}
+			}
+		})
+	}
+}
+
+// logUniformSize returns a size in [1, max], every power of two range
+// equally likely: small and large messages both get exercised.
+func logUniformSize(rng *rand.Rand, max int) int {
+	return min(1+rng.IntN(1<<rng.IntN(17)), max)
+}
+
+// freePort returns a loopback port nobody listens on (for a moment).
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	return port
+}
+
+// connPair returns the two ends of a loopback TCP connection made by Listen,
+// Dial and Accept; they are closed at the end of the test's task.
+func connPair(ctx context.Context, network, addr string) (client, server *Conn, err error) {
+	l, err := Listen(ctx, network, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer l.Close(ctx)
+	client, err = Dial(ctx, network, l.Addr().String())
+	if err != nil {
+		return nil, nil, err
+	}
+	server, err = l.Accept(ctx)
+	if err != nil {
+		client.Close(ctx)
+		return nil, nil, err
+	}
+	return client, server, nil
+}
