@@ -38,11 +38,11 @@ type coro struct {
 	timerWorker *worker
 	// An I/O wait (Submit): the operation, its in-flight record on the
 	// worker's ring, and the completion.
-	ioOp        Op
-	ioRec       int32
-	ioRes       int32
-	ioFlags     uint32
-	ioSubmitErr error
+	ioOp    Op
+	ioRec   int32
+	ioRes   int32
+	ioFlags uint32
+	ioDone  bool // the completion arrived (set by completeIO)
 }
 
 // coroutines maps the identity of every live coroutine goroutine to its

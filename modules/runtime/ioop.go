@@ -34,10 +34,6 @@ type Result struct {
 // the errno so errors.Is(err, syscall.ECONNRESET) works; nil otherwise.
 func (r Result) Err() error { return uring.ResultError(r.Res) }
 
-// ErrSubmit is wrapped by Submit's error when the worker's ring refused the
-// operation (io_uring_enter failed).
-var ErrSubmit = errors.New("runtime: io_uring submit failed")
-
 // Submit runs op on the io_uring of the worker running the calling task and
 // returns its completion. The task suspends; its worker batches the
 // submission with others (Config.SubmitBatch) and requeues the task when
@@ -63,21 +59,21 @@ func Submit(ctx context.Context, op Op) (Result, error) {
 	c := t.coro
 	c.kind = kindIO
 	c.ioOp = op
+	c.ioDone = false
 	err := t.suspend(ctx)
 	c.ioOp = nil
+	if !c.ioDone {
+		// Cancelled before the operation was prepared: nothing ran.
+		return Result{}, err
+	}
 	res := Result{Res: c.ioRes, Flags: c.ioFlags}
-	if err != nil {
-		// Cancellation of an I/O wait resumes the task only once the
-		// operation's completion has arrived (see completeIO).
-		if res.Res >= 0 || c.ioSubmitErr != nil {
-			// It completed before the cancel took effect: report it.
-			return res, c.ioSubmitErr
-		}
+	if err != nil && res.Res < 0 {
+		// Cancelled, and the kernel's answer is the cancellation (or
+		// another failure the caller asked not to wait for).
 		return res, err
 	}
-	if c.ioSubmitErr != nil {
-		return res, c.ioSubmitErr
-	}
+	// Completed, possibly before a cancellation took effect: the real
+	// result is what happened.
 	return res, nil
 }
 
@@ -166,7 +162,8 @@ func (w *worker) startIO(t *Task, gen uint64) {
 	r := &w.io.recs.recs[i]
 	r.task, r.taskGen, r.op = t, gen, c.ioOp
 	c.ioRec = i
-	c.ioRes, c.ioFlags, c.ioSubmitErr = 0, 0, nil
+	t.ioWorker.Store(w)
+	c.ioRes, c.ioFlags = 0, 0
 	sqe := w.io.getSQE()
 	c.ioOp.Prep(sqe)
 	sqe.UserData = userData(i, r.gen)
@@ -244,7 +241,7 @@ func (e *ioEngine) completeIO(cqe *uring.CQE) bool {
 	// Store the result before publishing the wake-up: the claim hands the
 	// task to whoever runs it next.
 	c := t.coro
-	c.ioRes, c.ioFlags = cqe.Res, cqe.Flags
+	c.ioRes, c.ioFlags, c.ioDone = cqe.Res, cqe.Flags, true
 	to := uint64(stWoken)
 	if t.wstate.Load()&stIOCancel != 0 {
 		to = stCancelled

@@ -107,9 +107,7 @@ func TestMillionTasksRunOnceAndBlockOnWaitsForAll(t *testing.T) {
 			t.Fatalf("slot %d ran %d times", i, c)
 		}
 	}
-	if s := rt.Stats(); s.Live != 0 || s.Completed < uint64(total) {
-		t.Fatalf("stats after BlockOn: live %d completed %d, want 0 and >= %d", s.Live, s.Completed, total)
-	}
+	settled(t, rt, func(s Stats) bool { return s.Live == 0 && s.Completed >= uint64(total) })
 }
 
 func TestWorkStealingUsesBothWorkers(t *testing.T) {
@@ -129,15 +127,9 @@ func TestWorkStealingUsesBothWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := rt.Stats()
-	if s.Steals == 0 || s.Stolen == 0 {
-		t.Fatalf("no steals: %+v", s)
-	}
-	for i, w := range s.PerWorker {
-		if w.Polls == 0 {
-			t.Fatalf("worker %d ran no task: %+v", i, s)
-		}
-	}
+	settled(t, rt, func(s Stats) bool {
+		return s.Steals > 0 && s.Stolen > 0 && s.PerWorker[0].Polls > 0 && s.PerWorker[1].Polls > 0
+	})
 }
 
 func TestPanicBecomesPanicError(t *testing.T) {
@@ -277,19 +269,41 @@ func TestSpawnOnAndJoinFromGoroutine(t *testing.T) {
 func TestWaitAll(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	boom := errors.New("boom")
+	var childDone atomic.Bool
 	vals, err := WaitAll(rt,
 		func(ctx context.Context) (int, error) { return 1, nil },
 		func(ctx context.Context) (int, error) { return 2, boom },
 		func(ctx context.Context) (int, error) {
-			Spawn(ctx, func(ctx context.Context) (int, error) { return 0, Sleep(ctx, 5*time.Millisecond) })
+			Spawn(ctx, func(ctx context.Context) (int, error) {
+				err := Sleep(ctx, 5*time.Millisecond)
+				childDone.Store(true)
+				return 0, err
+			})
 			return 3, nil
 		},
 	)
 	if !errors.Is(err, boom) || len(vals) != 3 || vals[0] != 1 || vals[2] != 3 {
 		t.Fatalf("WaitAll = %v, %v", vals, err)
 	}
-	if rt.Stats().Live != 0 {
+	if !childDone.Load() {
 		t.Fatal("WaitAll returned before a spawned child finished")
+	}
+}
+
+// settled waits (up to 5 s) for the counters to satisfy ok: they are
+// published by the workers with a lag (see Stats).
+func settled(t *testing.T, rt *Runtime, ok func(Stats) bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := rt.Stats()
+		if ok(s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats never settled: %+v", s)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

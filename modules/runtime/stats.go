@@ -27,8 +27,11 @@ type WorkerStats struct {
 	Polls, Steals, Stolen, Parks, Wakes uint64
 }
 
-// Stats returns the runtime's counters. Values read while the runtime runs
-// are each exact but not a consistent snapshot of one instant.
+// Stats returns the runtime's counters. They are not a snapshot of one
+// instant, and the busiest ones (Spawned, Completed, Polls, so Live) are
+// published by each worker every 16 ticks of its loop and whenever it goes
+// to sleep: right after a burst of work they may lag until the workers
+// settle.
 func (rt *Runtime) Stats() Stats {
 	s := Stats{
 		Workers:   len(rt.workers),

@@ -269,16 +269,6 @@ func (w *worker) endRegistering(t *Task, gen uint64) {
 	}
 }
 
-// wakeLocal is wake for code running on worker w itself (its timer wheel,
-// its ring, a register that declined): the task goes straight to w's queue.
-func (w *worker) wakeLocal(t *Task, gen uint64) bool {
-	won, deferred := t.claim(gen, stWoken)
-	if won && !deferred {
-		w.pushWoken(t)
-	}
-	return won
-}
-
 // parker blocks a plain goroutine in Suspend. Parkers are pooled; the
 // generation in state makes a Waker of an earlier wait powerless.
 type parker struct {

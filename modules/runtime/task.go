@@ -57,6 +57,9 @@ type Task struct {
 	worker *worker
 	coro   *coro
 	gen    uint64 // number of the current (or last) suspension
+	// ioWorker is the worker whose ring holds the task's current I/O
+	// operation; cancellation sends its ASYNC_CANCEL request there.
+	ioWorker atomic.Pointer[worker]
 	// wstate is gen<<genShift | state bits: the state of the current
 	// suspension, the one word Wake, cancellation and the worker race on.
 	wstate atomic.Uint64
@@ -301,9 +304,10 @@ func (t *Task) cancelWait(gen uint64) {
 		if s&stIOCancel != 0 {
 			return // requested already
 		}
-		// Read the worker before the CAS: once the request is recorded
-		// the completion may resume the task, which then moves.
-		w := t.worker
+		// The ring's worker, published (atomically, before the wait) by
+		// startIO: t.worker itself may be rewritten at any moment by a
+		// worker resuming the task after a completion we lose to.
+		w := t.ioWorker.Load()
 		if t.wstate.CompareAndSwap(s, s|stIOCancel) {
 			w.requestCancel(t, gen)
 			return

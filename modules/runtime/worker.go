@@ -321,6 +321,12 @@ func (w *worker) hasWork() bool {
 	if w.inbox.len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil {
 		return true
 	}
+	// A cancellation request for an operation on our ring is work too:
+	// requestCancel pushes it and then checks parked, we store parked and
+	// then check here, so one of us sees the other.
+	if w.io.cancelN.Load() > 0 {
+		return true
+	}
 	for _, v := range rt.workers {
 		if v != w && (v.local.Len() > 1 || v.inbox.len() > 0) {
 			return true
