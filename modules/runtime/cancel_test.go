@@ -487,3 +487,51 @@ func TestIntervalTicksInTask(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Waits under a context with a far deadline put that deadline on the
+// worker's wheel; resumed early (here: woken, often on the other worker),
+// they must remove their entries, or a long-lived context would pile up
+// stale entries until the deadline.
+func TestDeadlineEntriesDoNotPileUp(t *testing.T) {
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 5000
+	_, err = BlockOn(rt, func(ctx context.Context) (int, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Hour)
+		defer cancel()
+		var ping, pong baton
+		h := Spawn(ctx, func(ctx context.Context) (int, error) {
+			for i := 0; i < rounds; i++ {
+				if err := ping.wait(ctx); err != nil {
+					return 0, err
+				}
+				pong.signal()
+			}
+			return 0, nil
+		})
+		for i := 0; i < rounds; i++ {
+			ping.signal()
+			if err := pong.wait(ctx); err != nil {
+				return 0, err
+			}
+		}
+		_, err := h.Join(ctx)
+		return 0, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The workers have stopped: their wheels can be read.
+	live := 0
+	for _, w := range rt.workers {
+		live += w.wheel.Len() - len(w.io.timerCancels)
+	}
+	if live > 16 {
+		t.Fatalf("%d deadline entries left on the wheels after %d waits", live, 2*rounds)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/faio-go/faio/modules/timerwheel"
 	"github.com/faio-go/faio/modules/uring"
 )
 
@@ -180,7 +181,7 @@ func (w *worker) startIO(t *Task, gen uint64) {
 func (w *worker) requestCancel(t *Task, gen uint64) {
 	w.io.cancelMu.Lock()
 	w.io.cancels = append(w.io.cancels, cancelRequest{t: t, gen: gen})
-	w.io.cancelN.Store(int32(len(w.io.cancels)))
+	w.io.cancelN.Add(1)
 	w.io.cancelMu.Unlock()
 	if w.parked.Load() {
 		w.unpark()
@@ -202,6 +203,10 @@ func (e *ioEngine) processCancels() {
 	reqs := append(e.cancelScratch[:0], e.cancels...)
 	clear(e.cancels)
 	e.cancels = e.cancels[:0]
+	for _, h := range e.timerCancels {
+		e.w.wheel.Cancel(h)
+	}
+	e.timerCancels = e.timerCancels[:0]
 	e.cancelN.Store(0)
 	e.cancelMu.Unlock()
 	for _, q := range reqs {
@@ -261,6 +266,17 @@ type ioState struct {
 	cancels       []cancelRequest
 	cancelScratch []cancelRequest
 	cancelN       atomic.Int32
+	timerCancels  []timerwheel.Handle // guarded by cancelMu
+}
+
+// requestTimerCancel asks the worker to remove a wheel entry it owns; the
+// worker does so at its next drive (an entry it fires meanwhile finds its
+// Waker stale and does nothing).
+func (e *ioEngine) requestTimerCancel(h timerwheel.Handle) {
+	e.cancelMu.Lock()
+	e.timerCancels = append(e.timerCancels, h)
+	e.cancelN.Add(1)
+	e.cancelMu.Unlock()
 }
 
 // getSQE returns a free submission entry, submitting (and, if the kernel

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // States of a suspension, in the low bits of Task.wstate.
@@ -58,6 +59,9 @@ type Waker struct {
 	t   *Task
 	p   *parker
 	gen uint64
+	// deadline marks the timer-wheel entry that enforces the deadline of
+	// the wait's context: firing it cancels the wait.
+	deadline bool
 }
 
 // Wake resumes the waiter and reports whether this call did so. It returns
@@ -154,10 +158,13 @@ func (t *Task) suspend(ctx context.Context) error {
 		stop()
 	}
 	if c.timerWorker != nil {
-		// Woken early (cancelled): drop the timer if it is on the wheel of
-		// the worker now running us; elsewhere it fires into a stale Waker.
+		// Resumed before the timer fired (woken, or cancelled): drop it.
 		if c.timerWorker == t.worker {
 			t.worker.wheel.Cancel(c.timer)
+		} else {
+			// Another worker's wheel: ask it to drop the entry, so
+			// long deadlines do not pile up stale entries there.
+			c.timerWorker.io.requestTimerCancel(c.timer)
 		}
 		c.timerWorker = nil
 	}
@@ -166,6 +173,11 @@ func (t *Task) suspend(ctx context.Context) error {
 	if s&stMask == stCancelled {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		// The wheel enforced the deadline before the context's own
+		// timer fired.
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return context.DeadlineExceeded
 		}
 		return context.Canceled
 	}
@@ -190,15 +202,22 @@ func (w *worker) completeSuspend(t *Task) {
 	case kindSleep:
 		// Only this worker fires its wheel, so the entry cannot fire
 		// before the wait is published.
-		c.timer = w.wheel.Insert(c.sleepUntil, Waker{t: t, gen: gen})
-		c.timerWorker = w
-		if c.sleepUntil < w.nextTimer {
-			w.nextTimer = c.sleepUntil
+		at, wk := c.sleepUntil, Waker{t: t, gen: gen}
+		if dl, ok := ctx.Deadline(); ok && dl.Sub(w.rt.start) < at {
+			at, wk.deadline = dl.Sub(w.rt.start), true
 		}
+		w.armTimer(c, at, wk)
 	case kindIO:
 		// Likewise only this worker reaps its ring.
 		w.startIO(t, gen)
 		st |= stIO
+	}
+	if kind != kindSleep {
+		// The deadline of the wait's context is enforced on this
+		// worker's wheel, not by the Go timer behind the context.
+		if dl, ok := ctx.Deadline(); ok {
+			w.armTimer(c, dl.Sub(w.rt.start), Waker{t: t, gen: gen, deadline: true})
+		}
 	}
 	registering := kind == kindRegister || kind == kindJoin
 	if registering {

@@ -384,6 +384,16 @@ func (w *worker) fireTimers() int {
 	return n
 }
 
+// armTimer puts c's task on the wheel at wheel time at, on behalf of the
+// suspension named in wk; the task cancels the entry if it resumes first.
+func (w *worker) armTimer(c *coro, at time.Duration, wk Waker) {
+	c.timer = w.wheel.Insert(at, wk)
+	c.timerWorker = w
+	if at < w.nextTimer {
+		w.nextTimer = at
+	}
+}
+
 // noteTimers caches the wheel's next deadline for the per-tick check.
 func (w *worker) noteTimers() {
 	if d, ok := w.wheel.NextDeadline(); ok {
@@ -408,6 +418,11 @@ func (w *worker) pushWakeLocal(t *Task) {
 
 // fireTimer wakes a sleeping task whose deadline has come.
 func (w *worker) fireTimer(wk Waker) {
+	if wk.deadline {
+		// The wait's context reached its deadline.
+		wk.t.cancelWait(wk.gen)
+		return
+	}
 	if wk.t != nil {
 		if won, _ := wk.t.claim(wk.gen, stWoken); won {
 			// Won the wake: the task is not running, its fields are ours.
