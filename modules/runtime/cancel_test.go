@@ -383,37 +383,43 @@ func TestWatchdogRescuesQueuedTasks(t *testing.T) {
 	})
 }
 
+// 10,000 sleeps of 1..50 ms: none wakes early, and the p99 lateness stays
+// under 5 ms. The first round warms the runtime up (coroutines created, heap
+// grown: the garbage collections of a cold start stop the world for
+// milliseconds on a loaded machine); the second is measured.
 func TestTimingSleepNeverEarlyAndP99Lateness(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	const n = 10000
 	late := make([]time.Duration, n)
 	var early atomic.Int32
-	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
-		for i := 0; i < n; i++ {
-			d := time.Duration(1+i%50) * time.Millisecond
-			Spawn(ctx, func(ctx context.Context) (int, error) {
-				start := time.Now()
-				if err := Sleep(ctx, d); err != nil {
-					return 0, err
-				}
-				el := time.Since(start)
-				if el < d {
-					early.Add(1)
-				}
-				late[i] = el - d
-				return 0, nil
-			})
+	for round := 0; round < 2; round++ {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			for i := 0; i < n; i++ {
+				d := time.Duration(1+i%50) * time.Millisecond
+				Spawn(ctx, func(ctx context.Context) (int, error) {
+					start := time.Now()
+					if err := Sleep(ctx, d); err != nil {
+						return 0, err
+					}
+					el := time.Since(start)
+					if el < d {
+						early.Add(1)
+					}
+					late[i] = el - d
+					return 0, nil
+				})
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return 0, nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		if early.Load() != 0 {
+			t.Fatalf("%d sleeps woke early", early.Load())
+		}
 	}
-	if early.Load() != 0 {
-		t.Fatalf("%d sleeps woke early", early.Load())
-	}
-	p99 := percentile(late, 0.99)
-	t.Logf("sleep lateness p99 = %v", p99)
+	p50, p99 := percentile(late, 0.5), percentile(late, 0.99)
+	t.Logf("sleep lateness p50 = %v, p99 = %v", p50, p99)
 	if !raceEnabled && p99 > 5*time.Millisecond {
 		t.Fatalf("p99 lateness %v > 5ms", p99)
 	}
