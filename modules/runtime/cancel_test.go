@@ -5,7 +5,9 @@ import (
 	"errors"
 	goruntime "runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -420,9 +422,40 @@ func TestTimingSleepNeverEarlyAndP99Lateness(t *testing.T) {
 	}
 	p50, p99 := percentile(late, 0.5), percentile(late, 0.99)
 	t.Logf("sleep lateness p50 = %v, p99 = %v", p50, p99)
-	if !raceEnabled && p99 > 5*time.Millisecond {
+	if raceEnabled {
+		return
+	}
+	if share := cpuShare(2, 100*time.Millisecond); share < 0.9 {
+		// Other processes take the CPUs: a worker thread waiting for one
+		// wakes late whatever the runtime does. The bound is for an idle
+		// machine.
+		t.Skipf("machine busy (this process got %.0f%% of 2 CPUs); p99 %v not checked", share*100, p99)
+	}
+	if p99 > 5*time.Millisecond {
 		t.Fatalf("p99 lateness %v > 5ms", p99)
 	}
+}
+
+// cpuShare spins n goroutines for d and returns the fraction of n CPUs the
+// process actually got: about 1 on an idle machine.
+func cpuShare(n int, d time.Duration) float64 {
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Since(start) < d {
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+	return float64(cpu) / float64(time.Duration(n)*wall)
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
