@@ -1,5 +1,39 @@
-// Package bench will hold the W1..W8 workloads of shared/bench/WORKLOADS.md,
-// run against faio-go and against plain goroutines side by side.
+// Package bench runs the workloads of faio-go's benchmark suite (W1 ... W8
+// and W6d of shared/bench/WORKLOADS.md) twice in one process, once on faio
+// and once on plain goroutines with the standard library, and reports both
+// side by side: the ratio of the two, taken in the same run on the same
+// machine, is the number to read.
 //
-// The workloads are being built; see the project README for their status.
+// # Parts
+//
+// Each workload (w1_spawn.go ... w8_yield.go) has a faio implementation and
+// a goroutine implementation written the way a Go programmer would without
+// faio (sync.WaitGroup, sync.Mutex, Go channels, time.Sleep, os.File.ReadAt,
+// net). Both validate what they did (every task ran, counters and sums are
+// exact, every read matches the data file, every echoed byte is the one
+// sent) and return a Measurement or an error wrapping ErrValidation.
+//
+// A Runner runs the selected workloads for each worker count and
+// implementation: with a freshly collected heap, the goroutine side with
+// GOMAXPROCS equal to its worker count, and a fresh faio runtime with that
+// many workers for the faio side. Each successful run becomes a Result,
+// printed at once as one JSON line (Result.JSONLine); RenderTable turns the
+// Outcomes into the Markdown table with the targets of WORKLOADS.md. Main
+// is the whole program behind cmd/faio-bench, flags (ParseArgs) included.
+//
+// # Processes
+//
+// Two workloads run partly in other processes of the same program,
+// started by SelfCommand with internal flags. The W7 echo client
+// (-client, RunClient) is a separate process for both servers, so the load
+// never shares a scheduler with the server it measures. W6d (-child) runs
+// each configuration in a fresh process, because its result includes the
+// peak number of OS threads, and Go keeps every thread it ever started.
+//
+// # The data file
+//
+// W6 and W6d read a file whose every 8-byte word is a function of its
+// offset, so any read can be checked without a copy of the file. It is
+// written once (DefaultDataFile, or -file) and reused by later runs; a file
+// at that path that is not one of ours is never overwritten (ErrForeignFile).
 package bench

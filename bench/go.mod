@@ -6,6 +6,8 @@ require (
 	github.com/faio-go/faio/modules/channel v0.0.0
 	github.com/faio-go/faio/modules/runtime v0.0.0
 	github.com/faio-go/faio/modules/sync v0.0.0
+	go.uber.org/goleak v1.3.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -1,0 +1,22 @@
+// Command faio-bench runs the workloads of faio-go's WORKLOADS.md (W1 ...
+// W8, W6d) with faio and with plain goroutines and the standard library,
+// side by side in one run, and prints a JSON line per configuration and a
+// Markdown table of the ratios against the targets:
+//
+//	go run ./bench/cmd/faio-bench            # everything, full sizes
+//	go run ./bench/cmd/faio-bench -quick     # a tenth of the sizes (CI smoke run)
+//	go run ./bench/cmd/faio-bench -w W3,W7 -workers 2 -impl faio -json-only
+//
+// Flags: -w, -workers, -impl, -json-only, -quick, -file; see -h. The exit
+// code is 1 when a run fails or its result does not validate.
+package main
+
+import (
+	"os"
+
+	"github.com/faio-go/faio/bench"
+)
+
+func main() {
+	os.Exit(bench.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

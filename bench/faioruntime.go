@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+// withRuntime runs fn on a new faio runtime with workers workers and closes
+// the runtime afterwards; starting and closing it are not part of any
+// measurement.
+func withRuntime(workers int, fn func(rt *runtime.Runtime) error) error {
+	rt, err := runtime.New(runtime.Config{Workers: workers})
+	if err != nil {
+		return fmt.Errorf("bench: starting faio: %w", err)
+	}
+	err = fn(rt)
+	if cerr := rt.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("bench: closing faio: %w", cerr)
+	}
+	return err
+}
+
+// timeBlockOn runs root as the root task of rt and returns how long
+// BlockOn took, which includes every task root spawned (BlockOn returns
+// only once they have all finished).
+func timeBlockOn(rt *runtime.Runtime, root func(ctx context.Context) error) (time.Duration, error) {
+	start := time.Now()
+	_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, root(ctx)
+	})
+	return time.Since(start), err
+}
+
+// spawnEach spawns n tasks running body(ctx, i) and records their errors
+// in errs; BlockOn waits for them.
+func spawnEach(ctx context.Context, n int, errs *firstError, body func(ctx context.Context, i int) error) {
+	for i := range n {
+		runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			errs.set(body(ctx, i))
+			return struct{}{}, nil
+		})
+	}
+}

@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// SelfEnv is set to "1" in the environment of every process the program
+// starts of itself (the W7 client, isolated W6d runs). The program does not
+// need it; a test binary uses it to act as the program (see TestMain).
+const SelfEnv = "FAIO_BENCH_SELF"
+
+// SelfCommand returns a command that runs this executable again with args.
+// The child is killed if ctx ends or the parent dies first.
+func SelfCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("bench: locating this program to start it again: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), SelfEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd, nil
+}
+
+// childTimeout bounds a child process when the Env sets no limit.
+const childTimeout = 10 * time.Minute
+
+// runIsolated runs one configuration of the workload id in a child process
+// (the internal -child flag) and returns the measurement from the JSON line
+// it prints.
+func runIsolated(env *Env, id string, impl Impl) (Measurement, error) {
+	sizes, err := json.Marshal(env.Sizes)
+	if err != nil {
+		return Measurement{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
+	defer cancel()
+	cmd, err := env.Self(ctx, "-child", "-w", id, "-impl", string(impl),
+		"-workers", strconv.Itoa(env.Workers), "-file", env.File, "-sizes", string(sizes))
+	if err != nil {
+		return Measurement{}, err
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, env.Log
+	if err := cmd.Run(); err != nil {
+		return Measurement{}, fmt.Errorf("bench: %s %s in a child process: %w", id, impl, err)
+	}
+	r, err := parseChildResult(out.Bytes(), impl)
+	if err != nil {
+		return Measurement{}, fmt.Errorf("bench: %s %s in a child process: %w", id, impl, err)
+	}
+	return Measurement{
+		Ops:        r.Ops,
+		Elapsed:    r.Elapsed(),
+		Bytes:      r.Ops * int64(env.Sizes.BlockSize),
+		Threads:    r.Threads,
+		RSSMiB:     r.RSSMiB,
+		GOMAXPROCS: r.GOMAXPROCS,
+	}, nil
+}
+
+// parseChildResult reads the one JSON line a child prints for its one
+// configuration.
+func parseChildResult(out []byte, impl Impl) (Result, error) {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 1 || lines[0] == "" {
+		return Result{}, fmt.Errorf("want one result line, got %q", out)
+	}
+	var r Result
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
+		return Result{}, fmt.Errorf("parsing %q: %w", lines[0], err)
+	}
+	if r.Impl != impl || r.Ops <= 0 {
+		return Result{}, fmt.Errorf("unexpected result %q", lines[0])
+	}
+	return r, nil
+}

@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	goruntime "runtime"
+	"time"
+)
+
+// Run time limits: far above what a healthy run takes, so only a hang
+// reaches them.
+const (
+	fullRunTimeout  = 15 * time.Minute
+	quickRunTimeout = 2 * time.Minute
+)
+
+// Main is the faio-bench program: it parses args (without the program
+// name), runs what they select, writes JSON lines and the table to stdout
+// and progress to stderr, and returns the exit code: 0 on success, 1 if a
+// run failed or did not validate, 2 for a bad command line.
+func Main(args []string, stdout, stderr io.Writer) int {
+	o, err := ParseArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
+		return 2
+	}
+	if o.Client != "" {
+		return clientMain(o, stdout, stderr)
+	}
+	r := &Runner{
+		Workloads: o.Workloads,
+		Workers:   o.Workers,
+		Impls:     o.Impls,
+		Env: Env{
+			Sizes:     o.Sizes,
+			File:      o.File,
+			InProcess: o.Child,
+			Self:      SelfCommand,
+			Log:       stderr,
+		},
+		Out:      stdout,
+		Progress: !o.Child,
+		Timeout:  fullRunTimeout,
+	}
+	if o.Quick {
+		r.Timeout = quickRunTimeout
+	}
+	r.OnTimeout = exitOnTimeout(stderr, r.Timeout)
+	outcomes := r.Run()
+	if !o.JSONOnly && !o.Child {
+		fmt.Fprintf(stdout, "\n%s", RenderTable(outcomes, goruntime.NumCPU()))
+	}
+	return exitCode(outcomes)
+}
+
+// exitCode is 1 if any configuration failed (skips are not failures), 0
+// otherwise.
+func exitCode(outcomes []Outcome) int {
+	for _, o := range outcomes {
+		if o.Err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// clientMain runs the W7 client and prints its report.
+func clientMain(o Options, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
+	defer cancel()
+	report, err := RunClient(ctx, o.Client, o.Sizes)
+	if err != nil {
+		fmt.Fprintf(stderr, "faio-bench client: %v\n", err)
+		return 1
+	}
+	if err := json.NewEncoder(stdout).Encode(report); err != nil {
+		fmt.Fprintf(stderr, "faio-bench client: %v\n", err)
+		return 1
+	}
+	return 0
+}

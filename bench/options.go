@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Options are the parsed command line of faio-bench.
+type Options struct {
+	Workloads []*Workload // -w, in WORKLOADS.md order
+	Workers   []int       // -workers; nil: the defaults of WORKLOADS.md
+	Impls     []Impl      // -impl
+	JSONOnly  bool        // -json-only: no table
+	Quick     bool        // -quick: a tenth of the sizes
+	File      string      // -file, or the default data file for Sizes
+	Sizes     Sizes       // FullSizes, QuickSizes, or -sizes
+
+	// Internal flags, for the processes the program starts of itself.
+	Client string // -client ADDR: be the W7 client of the server at ADDR
+	Child  bool   // -child: run the selected configurations here, JSON only
+}
+
+// ErrUsage is wrapped by every error ParseArgs returns for a bad command
+// line.
+var ErrUsage = errors.New("usage")
+
+// ParseArgs parses the command line (without the program name). Usage text
+// and -h output go to output; -h returns flag.ErrHelp.
+func ParseArgs(args []string, output io.Writer) (Options, error) {
+	fs := flag.NewFlagSet("faio-bench", flag.ContinueOnError)
+	fs.SetOutput(output)
+	var (
+		wFlag       = fs.String("w", "all", "comma-separated workloads to run (W1 ... W8, W6d, or their names)")
+		workersFlag = fs.String("workers", "", "comma-separated worker counts (default: the number of CPUs, and also 1 for W1, W3, W8)")
+		implFlag    = fs.String("impl", "both", "implementation to run: faio, goroutines or both")
+		sizesFlag   = fs.String("sizes", "", "internal: the sizes as JSON, for child processes")
+		o           Options
+	)
+	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
+	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
+	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")
+	fs.StringVar(&o.Client, "client", "", "internal: run as the W7 client of the echo server at this address")
+	fs.BoolVar(&o.Child, "child", false, "internal: run the selected configurations in this process and print JSON only")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: faio-bench [flags]\n\nRuns the workloads of WORKLOADS.md with faio and with goroutines, prints a JSON line\nper configuration and a Markdown table comparing them.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Options{}, err
+		}
+		return Options{}, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
+	}
+	var err error
+	if o.Workloads, err = parseWorkloads(*wFlag); err != nil {
+		return Options{}, err
+	}
+	if o.Workers, err = parseWorkers(*workersFlag); err != nil {
+		return Options{}, err
+	}
+	if o.Impls, err = parseImpls(*implFlag); err != nil {
+		return Options{}, err
+	}
+	if o.Sizes, err = parseSizes(*sizesFlag, o.Quick); err != nil {
+		return Options{}, err
+	}
+	if o.File == "" {
+		o.File = DefaultDataFile(o.Sizes.FileSize)
+	}
+	return o, nil
+}
+
+// parseWorkloads resolves a comma list of workload names; "all" (or
+// nothing) selects every workload. The result is in WORKLOADS.md order,
+// without duplicates.
+func parseWorkloads(list string) ([]*Workload, error) {
+	all := Workloads()
+	if strings.TrimSpace(list) == "" || strings.EqualFold(strings.TrimSpace(list), "all") {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		w, ok := LookupWorkload(strings.TrimSpace(name))
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown workload %q (want W1 ... W8, W6d or all)", ErrUsage, strings.TrimSpace(name))
+		}
+		want[w.ID] = true
+	}
+	var ws []*Workload
+	for _, w := range all {
+		if want[w.ID] {
+			ws = append(ws, w)
+		}
+	}
+	return ws, nil
+}
+
+// parseWorkers parses a comma list of positive worker counts; an empty list
+// means the defaults (nil).
+func parseWorkers(list string) ([]int, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var ns []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%w: -workers wants positive integers, got %q", ErrUsage, strings.TrimSpace(f))
+		}
+		if !seen[n] {
+			seen[n] = true
+			ns = append(ns, n)
+		}
+	}
+	return ns, nil
+}
+
+func parseImpls(s string) ([]Impl, error) {
+	switch strings.TrimSpace(s) {
+	case "both":
+		return []Impl{Faio, Goroutines}, nil
+	case string(Faio):
+		return []Impl{Faio}, nil
+	case string(Goroutines):
+		return []Impl{Goroutines}, nil
+	}
+	return nil, fmt.Errorf("%w: -impl wants faio, goroutines or both, got %q", ErrUsage, s)
+}
+
+// parseSizes decodes -sizes, which must name every field it sets correctly
+// and give sizes that Validate accepts; without it the sizes are FullSizes
+// or QuickSizes.
+func parseSizes(s string, quick bool) (Sizes, error) {
+	if s == "" {
+		if quick {
+			return QuickSizes(), nil
+		}
+		return FullSizes(), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	var sz Sizes
+	if err := dec.Decode(&sz); err != nil {
+		return Sizes{}, fmt.Errorf("%w: -sizes: %w", ErrUsage, err)
+	}
+	if err := sz.Validate(); err != nil {
+		return Sizes{}, fmt.Errorf("%w: -sizes: %w", ErrUsage, err)
+	}
+	return sz, nil
+}

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ids(ws []*Workload) string {
+	var s []string
+	for _, w := range ws {
+		s = append(s, w.ID)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestParseArgsDefaults(t *testing.T) {
+	o, err := ParseArgs(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W6,W6d,W7,W8" {
+		t.Errorf("workloads %s", got)
+	}
+	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" {
+		t.Errorf("defaults %+v", o)
+	}
+	if o.Sizes != FullSizes() || o.File != filepath.Join(os.TempDir(), "faio-bench-w6-1GiB.dat") {
+		t.Errorf("sizes %+v, file %s", o.Sizes, o.File)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		check func(o Options) bool
+	}{
+		{[]string{"-w", "w8, W3-mutex,spawn,W3"}, func(o Options) bool { return ids(o.Workloads) == "W1,W3,W8" }},
+		{[]string{"-w", "W6d"}, func(o Options) bool { return ids(o.Workloads) == "W6d" }},
+		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 9 }},
+		{[]string{"-workers", "2, 1,2"}, func(o Options) bool { return fmt.Sprint(o.Workers) == "[2 1]" }},
+		{[]string{"-impl", "faio"}, func(o Options) bool { return fmt.Sprint(o.Impls) == "[faio]" }},
+		{[]string{"-impl", "goroutines"}, func(o Options) bool { return fmt.Sprint(o.Impls) == "[goroutines]" }},
+		{[]string{"-json-only"}, func(o Options) bool { return o.JSONOnly }},
+		{[]string{"-quick"}, func(o Options) bool {
+			return o.Quick && o.Sizes == QuickSizes() && o.File == filepath.Join(os.TempDir(), "faio-bench-w6-64MiB.dat")
+		}},
+		{[]string{"-quick", "-file", "/data/f"}, func(o Options) bool { return o.File == "/data/f" }},
+		{[]string{"-client", "127.0.0.1:9"}, func(o Options) bool { return o.Client == "127.0.0.1:9" }},
+		{[]string{"-child"}, func(o Options) bool { return o.Child }},
+		{[]string{"-sizes", `{"spawns":5,"ping_pongs":1,"mutex_tasks":1,"mutex_iters":1,"producers":1,"consumers":1,
+			"items_per_producer":1,"chan_cap":1,"timers":1,"min_sleep":1000,"max_sleep":1000,"file_size":8192,
+			"block_size":4096,"reads":1,"direct_reads":1,"in_flight":1,"conns":1,"trips":1,"msg_size":16,
+			"yield_tasks":1,"yields":1}`}, func(o Options) bool {
+			return o.Sizes.Spawns == 5 && o.Sizes.MinSleep == time.Microsecond && strings.HasSuffix(o.File, "faio-bench-w6-8192B.dat")
+		}},
+	} {
+		o, err := ParseArgs(tc.args, io.Discard)
+		if err != nil || !tc.check(o) {
+			t.Errorf("%q: %+v, %v", tc.args, o, err)
+		}
+	}
+}
+
+func TestParseArgsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-w", "W9"}, `unknown workload "W9"`},
+		{[]string{"-w", "W1,"}, `unknown workload ""`},
+		{[]string{"-workers", "0"}, `positive integers, got "0"`},
+		{[]string{"-workers", "two"}, `positive integers, got "two"`},
+		{[]string{"-impl", "tokio"}, `faio, goroutines or both, got "tokio"`},
+		{[]string{"-nosuchflag"}, "flag provided but not defined"},
+		{[]string{"extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"-sizes", `{"spawns":1`}, "-sizes"},
+		{[]string{"-sizes", `{"bogus":1}`}, `unknown field "bogus"`},
+		{[]string{"-sizes", `{"spawns":1}`}, "ping_pongs must be positive"},
+	} {
+		_, err := ParseArgs(tc.args, io.Discard)
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q: error %v, want ErrUsage with %q", tc.args, err, tc.msg)
+		}
+	}
+	if _, err := ParseArgs([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	full, quick := FullSizes(), QuickSizes()
+	if err := full.Validate(); err != nil {
+		t.Errorf("full: %v", err)
+	}
+	if err := quick.Validate(); err != nil {
+		t.Errorf("quick: %v", err)
+	}
+	// The counts of WORKLOADS.md, and a tenth of the work in -quick.
+	if full.Spawns != 1e6 || full.MutexTasks*full.MutexIters != 1e6 || full.Producers*full.ItemsPerProducer != 4e6 ||
+		full.Timers != 1e5 || full.FileSize != 1<<30 || full.Reads != 1e6 || full.DirectReads != 2e5 ||
+		full.InFlight != 64 || full.Conns != 64 || full.Trips != 20000 || full.MsgSize != 64 || full.YieldTasks*full.Yields != 1e6 {
+		t.Errorf("full sizes %+v", full)
+	}
+	for id := range map[string]bool{"W1": true, "W2": true, "W3": true, "W4": true, "W5": true, "W6": true, "W6d": true, "W7": true, "W8": true} {
+		if f, q := expectedOps(id, full), expectedOps(id, quick); f != 10*q {
+			t.Errorf("%s: quick does %d ops, full %d", id, q, f)
+		}
+	}
+	if quick.Trips != 2000 || quick.FileSize != 64<<20 || quick.MutexTasks != 1000 || quick.YieldTasks != 1000 {
+		t.Errorf("quick sizes %+v", quick)
+	}
+
+	bad := full
+	bad.BlockSize, bad.MsgSize, bad.MinSleep, bad.Conns = 1000, 8, 200*time.Millisecond, 0
+	err := bad.Validate()
+	for _, msg := range []string{"block_size must be a positive multiple of 4096", "msg_size must be at least 16",
+		"max_sleep 100ms is below min_sleep 200ms", "conns must be positive"} {
+		if !errors.Is(err, ErrSizes) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("error %v lacks %q", err, msg)
+		}
+	}
+	bad = full
+	bad.FileSize = 1<<30 + 4
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "not a multiple of block_size") {
+		t.Errorf("unaligned file size: %v", err)
+	}
+}
+
+func TestMainUsageErrors(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := Main([]string{"-impl", "rust"}, &out, &errOut); code != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "-impl") {
+		t.Errorf("bad flag: code %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	errOut.Reset()
+	if code := Main([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "Usage: faio-bench") {
+		t.Errorf("-h: code %d, stderr %q", code, errOut.String())
+	}
+}
+
+func TestLookupWorkload(t *testing.T) {
+	for _, name := range []string{"W7", "w7", "W7-tcp-echo", "tcp-echo", "TCP-ECHO"} {
+		if w, ok := LookupWorkload(name); !ok || w.ID != "W7" {
+			t.Errorf("%q: %v %v", name, w, ok)
+		}
+	}
+	if _, ok := LookupWorkload("W6D"); !ok {
+		t.Error("W6D not found")
+	}
+	if _, ok := LookupWorkload("W10"); ok {
+		t.Error("W10 found")
+	}
+}

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// statusField reads one numeric field of /proc/self/status ("Threads",
+// "VmHWM"); for sizes the value is in KiB.
+func statusField(name string) (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusField(data, name)
+}
+
+// parseStatusField finds "name:\t<number>[ kB]" in the text of a
+// /proc/<pid>/status file.
+func parseStatusField(status []byte, name string) (int64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	prefix := []byte(name + ":")
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, prefix) {
+			continue
+		}
+		fields := bytes.Fields(line[len(prefix):])
+		if len(fields) == 0 {
+			break
+		}
+		v, err := strconv.ParseInt(string(fields[0]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: /proc status field %s: %w", name, err)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("bench: /proc status has no field %s", name)
+}
+
+// resetPeakRSS restarts the kernel's peak-RSS count (VmHWM) from the
+// current RSS, so that peakRSSMiB reports the peak of what ran since.
+func resetPeakRSS() error {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSSMiB returns VmHWM in MiB.
+func peakRSSMiB() (float64, error) {
+	kib, err := statusField("VmHWM")
+	if err != nil {
+		return 0, err
+	}
+	return float64(kib) / 1024, nil
+}
+
+// threadSampler polls the process's thread count (the Threads field, which
+// counts io_uring's io-wq workers too) until stopped and keeps the peak.
+type threadSampler struct {
+	stop chan struct{}
+	done sync.WaitGroup
+	peak int
+	err  error
+}
+
+// threadSampleEvery trades resolution for the sampler's own cost: the
+// thread count of a blocking-read run climbs within milliseconds and stays
+// up, so a short poll does not miss it.
+const threadSampleEvery = 2 * time.Millisecond
+
+func startThreadSampler() *threadSampler {
+	s := &threadSampler{stop: make(chan struct{})}
+	s.sample()
+	s.done.Go(func() {
+		t := time.NewTicker(threadSampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				s.sample()
+			}
+		}
+	})
+	return s
+}
+
+func (s *threadSampler) sample() {
+	n, err := statusField("Threads")
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.peak = max(s.peak, int(n))
+}
+
+// Stop takes a last sample and returns the peak.
+func (s *threadSampler) Stop() (int, error) {
+	close(s.stop)
+	s.done.Wait()
+	s.sample()
+	return s.peak, s.err
+}

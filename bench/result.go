@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Result is one measured configuration, printed as one JSON line in the
+// format of WORKLOADS.md. The required fields come first, in this order:
+// workload, impl, workers, ops, ns_per_op, secs. The optional ones follow and
+// are left out when not measured.
+type Result struct {
+	Workload string  `json:"workload"`
+	Impl     Impl    `json:"impl"`
+	Workers  int     `json:"workers"`
+	Ops      int64   `json:"ops"`
+	NsPerOp  float64 `json:"ns_per_op"`
+	Secs     float64 `json:"secs"`
+	// W5: lateness of the sleeps; W7: round-trip latency.
+	P50us *float64 `json:"p50_us,omitempty"`
+	P99us *float64 `json:"p99_us,omitempty"`
+	MaxUs *float64 `json:"max_us,omitempty"`
+	// W6, W6d.
+	IOPS float64 `json:"iops,omitempty"`
+	MiBs float64 `json:"mib_s,omitempty"`
+	// W6d: peak OS threads of the process during the run.
+	Threads int `json:"threads,omitempty"`
+	// Peak resident memory during the run (0: not available).
+	RSSMiB float64 `json:"rss_mib,omitempty"`
+	// GOMAXPROCS while the run ran: the worker count for goroutines, the
+	// process default for faio (whose worker count is Workers).
+	GOMAXPROCS int `json:"gomaxprocs"`
+}
+
+// NewResult turns a validated measurement into its Result, rounding every
+// figure to what the measurement can support (0.1 ns per op, 1 µs of wall
+// time, 0.1 µs of latency).
+func NewResult(w *Workload, impl Impl, workers int, m Measurement) Result {
+	secs := m.Elapsed.Seconds()
+	r := Result{
+		Workload:   w.Label(),
+		Impl:       impl,
+		Workers:    workers,
+		Ops:        m.Ops,
+		Secs:       round(secs, 1e6),
+		RSSMiB:     round(m.RSSMiB, 10),
+		Threads:    m.Threads,
+		GOMAXPROCS: m.GOMAXPROCS,
+	}
+	if m.Ops > 0 {
+		r.NsPerOp = round(float64(m.Elapsed.Nanoseconds())/float64(m.Ops), 10)
+	}
+	if m.HasLatency {
+		r.P50us, r.P99us, r.MaxUs = micros(m.P50), micros(m.P99), micros(m.Max)
+	}
+	if m.Bytes > 0 && secs > 0 {
+		r.IOPS = round(float64(m.Ops)/secs, 1)
+		r.MiBs = round(float64(m.Bytes)/(1<<20)/secs, 10)
+	}
+	return r
+}
+
+// JSONLine returns the result as one line of JSON, without the newline.
+func (r Result) JSONLine() string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// Only NaN or infinite floats can fail, and NewResult makes none.
+		panic(fmt.Sprintf("bench: encoding %+v: %v", r, err))
+	}
+	return string(b)
+}
+
+// Elapsed returns Secs as a duration.
+func (r Result) Elapsed() time.Duration {
+	return time.Duration(math.Round(r.Secs * 1e9))
+}
+
+func micros(d time.Duration) *float64 {
+	v := round(float64(d.Nanoseconds())/1e3, 10)
+	return &v
+}
+
+// round rounds x to the nearest 1/per.
+func round(x, per float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*per) / per
+}

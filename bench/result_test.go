@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// jsonKeys returns the keys of a one-object JSON line in order.
+func jsonKeys(t *testing.T, line string) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader([]byte(line)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%q does not start an object: %v %v", line, tok, err)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// The required fields come first and in the order of WORKLOADS.md; the
+// extras follow only when measured.
+func TestJSONLineFieldOrder(t *testing.T) {
+	w1, _ := LookupWorkload("W1")
+	w6d, _ := LookupWorkload("W6d")
+	w7, _ := LookupWorkload("W7")
+	required := []string{"workload", "impl", "workers", "ops", "ns_per_op", "secs"}
+	for _, tc := range []struct {
+		w      *Workload
+		m      Measurement
+		extras []string
+	}{
+		{w1, Measurement{Ops: 1000, Elapsed: time.Millisecond, RSSMiB: 12.34, GOMAXPROCS: 2},
+			[]string{"rss_mib", "gomaxprocs"}},
+		{w6d, Measurement{Ops: 1000, Elapsed: time.Second, Bytes: 4096000, Threads: 6, GOMAXPROCS: 2},
+			[]string{"iops", "mib_s", "threads", "gomaxprocs"}},
+		{w7, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond, GOMAXPROCS: 2},
+			[]string{"p50_us", "p99_us", "max_us", "gomaxprocs"}},
+	} {
+		line := NewResult(tc.w, Faio, 2, tc.m).JSONLine()
+		got := fmt.Sprint(jsonKeys(t, line))
+		if want := fmt.Sprint(append(required, tc.extras...)); got != want {
+			t.Errorf("%s: keys %s, want %s\n%s", tc.w.ID, got, want, line)
+		}
+	}
+}
+
+func TestJSONLineValues(t *testing.T) {
+	w3, _ := LookupWorkload("W3")
+	m := Measurement{Ops: 1_000_000, Elapsed: 123_456_789 * time.Nanosecond, GOMAXPROCS: 1}
+	got := NewResult(w3, Goroutines, 1, m).JSONLine()
+	want := `{"workload":"W3-mutex","impl":"goroutines","workers":1,"ops":1000000,"ns_per_op":123.5,"secs":0.123457,"gomaxprocs":1}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// A latency of zero is still reported when measured.
+	w5, _ := LookupWorkload("W5")
+	got = NewResult(w5, Faio, 2, Measurement{Ops: 1, Elapsed: time.Millisecond, HasLatency: true}).JSONLine()
+	want = `{"workload":"W5-timers","impl":"faio","workers":2,"ops":1,"ns_per_op":1000000,"secs":0.001,"p50_us":0,"p99_us":0,"max_us":0,"gomaxprocs":0}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestJSONLineRoundTrip(t *testing.T) {
+	w6, _ := LookupWorkload("W6")
+	r := NewResult(w6, Faio, 2, Measurement{Ops: 1000, Elapsed: 2 * time.Millisecond, Bytes: 4096000, RSSMiB: 30, GOMAXPROCS: 2})
+	var back Result
+	if err := json.Unmarshal([]byte(r.JSONLine()), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.JSONLine() != r.JSONLine() || back.IOPS != 500000 || back.MiBs != 1953.1 || back.Elapsed() != 2*time.Millisecond {
+		t.Errorf("round trip: %+v", back)
+	}
+}

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	goruntime "runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"time"
+)
+
+// Outcome is what became of one configuration (workload, implementation,
+// workers): a Result, a failure, or a skip.
+type Outcome struct {
+	Workload *Workload
+	Impl     Impl
+	Workers  int
+	Result   *Result // set when the run succeeded and validated
+	Err      error   // set when it failed (validation errors wrap ErrValidation)
+	Skip     string  // set when it cannot run on this machine: why
+}
+
+// Runner runs workloads and prints a JSON line per successful
+// configuration.
+type Runner struct {
+	Workloads []*Workload
+	// Workers lists the worker counts of every workload; nil means the
+	// counts of WORKLOADS.md: the number of CPUs, and 1 as well for the
+	// workloads marked AlsoOneWorker.
+	Workers []int
+	Impls   []Impl
+	// Env is the template of every run's environment (Workers is set per
+	// run); its Log also receives the progress lines.
+	Env Env
+	// Out receives the JSON lines.
+	Out io.Writer
+	// Progress turns on a line on Env.Log before and after every run.
+	Progress bool
+	// Timeout bounds each run (0: no bound); when one overruns,
+	// OnTimeout is called with the run's description, from another
+	// goroutine, while the run goes on.
+	Timeout   time.Duration
+	OnTimeout func(run string)
+}
+
+// WorkersFor returns the worker counts w runs with.
+func (r *Runner) WorkersFor(w *Workload) []int {
+	if r.Workers != nil {
+		return r.Workers
+	}
+	n := goruntime.NumCPU()
+	if w.AlsoOneWorker && n != 1 {
+		return []int{n, 1}
+	}
+	return []int{n}
+}
+
+// Run runs every configuration, in order: per workload, per worker count,
+// per implementation. A workload's Setup runs once, before its first run.
+func (r *Runner) Run() []Outcome {
+	total := 0
+	for _, w := range r.Workloads {
+		total += len(r.WorkersFor(w)) * len(r.Impls)
+	}
+	var outcomes []Outcome
+	k := 0
+	for _, w := range r.Workloads {
+		env := r.Env
+		setupErr := w.Setup(&env)
+		var skip *SkipError
+		switch {
+		case errors.As(setupErr, &skip):
+			fmt.Fprintf(r.Env.Log, "faio-bench: %s %v\n", w.Label(), setupErr)
+		case setupErr != nil:
+			fmt.Fprintf(r.Env.Log, "faio-bench: %s setup FAILED: %v\n", w.Label(), setupErr)
+		}
+		for _, workers := range r.WorkersFor(w) {
+			for _, impl := range r.Impls {
+				k++
+				o := Outcome{Workload: w, Impl: impl, Workers: workers}
+				switch {
+				case skip != nil:
+					o.Skip = skip.Reason
+				case setupErr != nil:
+					o.Err = setupErr
+				default:
+					o = r.runOne(env, o, fmt.Sprintf("[%d/%d] %s %s workers=%d", k, total, w.Label(), impl, workers))
+				}
+				outcomes = append(outcomes, o)
+			}
+		}
+	}
+	return outcomes
+}
+
+// runOne runs one configuration with a clean heap, the goroutine side
+// with GOMAXPROCS equal to its worker count, and prints its JSON line.
+func (r *Runner) runOne(env Env, o Outcome, desc string) Outcome {
+	env.Workers = o.Workers
+	if r.Progress {
+		fmt.Fprintf(r.Env.Log, "faio-bench: %s ...\n", desc)
+	}
+	// Garbage of earlier runs is collected now, not during this one, and
+	// the peak RSS counts this run only.
+	debug.FreeOSMemory()
+	rssOK := resetPeakRSS() == nil
+	procs := goruntime.GOMAXPROCS(0)
+	if o.Impl == Goroutines {
+		procs = o.Workers
+		old := goruntime.GOMAXPROCS(procs)
+		defer goruntime.GOMAXPROCS(old)
+	}
+	var watchdog *time.Timer
+	if r.Timeout > 0 && r.OnTimeout != nil {
+		watchdog = time.AfterFunc(r.Timeout, func() { r.OnTimeout(desc) })
+	}
+	start := time.Now()
+	m, err := o.Workload.Run(&env, o.Impl)
+	wall := time.Since(start)
+	if watchdog != nil {
+		watchdog.Stop()
+	}
+	if err != nil {
+		o.Err = err
+		fmt.Fprintf(r.Env.Log, "faio-bench: %s FAILED: %v\n", desc, err)
+		return o
+	}
+	if m.RSSMiB == 0 && rssOK {
+		m.RSSMiB, _ = peakRSSMiB()
+	}
+	if m.GOMAXPROCS == 0 {
+		m.GOMAXPROCS = procs
+	}
+	res := NewResult(o.Workload, o.Impl, o.Workers, m)
+	o.Result = &res
+	fmt.Fprintln(r.Out, res.JSONLine())
+	if r.Progress {
+		fmt.Fprintf(r.Env.Log, "faio-bench: %s: %.1f ns/op, %.2fs\n", desc, res.NsPerOp, wall.Seconds())
+	}
+	return o
+}
+
+// exitOnTimeout is the program's OnTimeout: a hung run (a lost wake-up,
+// a deadlock) ends the program with the goroutine stacks on stderr rather
+// than hanging a CI job.
+func exitOnTimeout(log io.Writer, limit time.Duration) func(string) {
+	return func(desc string) {
+		fmt.Fprintf(log, "faio-bench: %s did not finish within %v; goroutines:\n", desc, limit)
+		pprof.Lookup("goroutine").WriteTo(log, 1)
+		os.Exit(3)
+	}
+}

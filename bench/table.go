@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// RenderTable writes the outcomes as a Markdown table: one row per workload
+// and worker count, ns/op of both implementations, their ratio, the latency,
+// lateness or thread figures the targets involve, and the target of
+// WORKLOADS.md with whether faio meets it. Targets are judged only on rows
+// with targetWorkers workers (the number of CPUs), as WORKLOADS.md states
+// them; failed and skipped runs say so in their cells.
+func RenderTable(outcomes []Outcome, targetWorkers int) string {
+	type key struct {
+		label   string
+		workers int
+	}
+	type row struct {
+		w       *Workload
+		workers int
+		byImpl  map[Impl]Outcome
+	}
+	var rows []*row
+	index := map[key]*row{}
+	for _, o := range outcomes {
+		k := key{o.Workload.Label(), o.Workers}
+		r := index[k]
+		if r == nil {
+			r = &row{w: o.Workload, workers: o.Workers, byImpl: map[Impl]Outcome{}}
+			index[k] = r
+			rows = append(rows, r)
+		}
+		r.byImpl[o.Impl] = o
+	}
+
+	var b strings.Builder
+	b.WriteString("| workload | workers | faio ns/op | goroutines ns/op | faio/goroutines | details | target | met |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---|---|---|\n")
+	for _, r := range rows {
+		f, fok := r.byImpl[Faio]
+		g, gok := r.byImpl[Goroutines]
+		ratio, target, met := "—", "—", "—"
+		if r.workers == targetWorkers {
+			target = r.w.Target.String()
+		}
+		if fok && gok && f.Result != nil && g.Result != nil {
+			ratio = fmt.Sprintf("%.2f", Ratio(*f.Result, *g.Result))
+			if r.workers == targetWorkers {
+				ok, misses := r.w.Target.Check(*f.Result, *g.Result)
+				met = "yes"
+				if !ok {
+					met = "no: " + strings.Join(misses, "; ")
+				}
+			}
+		}
+		if (fok && f.Err != nil) || (gok && g.Err != nil) {
+			met = "FAILED"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n",
+			r.w.Label(), r.workers, nsCell(f, fok), nsCell(g, gok), ratio,
+			cell(details(r.byImpl)), target, cell(met))
+	}
+	return b.String()
+}
+
+// nsCell is the ns/op column of one implementation.
+func nsCell(o Outcome, ran bool) string {
+	switch {
+	case !ran:
+		return "—"
+	case o.Skip != "":
+		return "skipped"
+	case o.Err != nil:
+		return "FAILED"
+	case o.Result == nil:
+		return "—"
+	}
+	return fmt.Sprintf("%.1f", o.Result.NsPerOp)
+}
+
+// details lists, per implementation, the figures besides ns/op that a
+// reader needs to judge the row (p99 and threads), then failures and skips.
+func details(byImpl map[Impl]Outcome) string {
+	f, g := byImpl[Faio], byImpl[Goroutines]
+	if f.Skip != "" && f.Skip == g.Skip {
+		return "skipped: " + f.Skip
+	}
+	var parts []string
+	for _, impl := range Impls {
+		o, ok := byImpl[impl]
+		if !ok {
+			continue
+		}
+		switch {
+		case o.Skip != "":
+			parts = append(parts, fmt.Sprintf("%s skipped: %s", impl, o.Skip))
+		case o.Err != nil:
+			parts = append(parts, fmt.Sprintf("%s FAILED: %v", impl, o.Err))
+		case o.Result != nil:
+			var fig []string
+			if o.Result.P99us != nil {
+				fig = append(fig, "p99 "+formatMicros(*o.Result.P99us))
+			}
+			if o.Result.Threads > 0 {
+				fig = append(fig, fmt.Sprintf("%d threads", o.Result.Threads))
+			}
+			if len(fig) > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s", impl, strings.Join(fig, ", ")))
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cell keeps text inside one Markdown table cell.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	return strings.ReplaceAll(s, "|", `\|`)
+}

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Impl names one implementation of a workload.
+type Impl string
+
+// The two implementations every workload has.
+const (
+	// Faio runs the workload as faio tasks, with faio's sync, channel,
+	// timers and io_uring I/O.
+	Faio Impl = "faio"
+	// Goroutines runs it the way a Go programmer would without faio:
+	// goroutines, sync.WaitGroup and sync.Mutex, Go channels, time.Sleep,
+	// os.File and net.
+	Goroutines Impl = "goroutines"
+)
+
+// Impls lists the implementations in the order they run.
+var Impls = []Impl{Faio, Goroutines}
+
+// Env is what one run of a workload works with.
+type Env struct {
+	Workers int    // faio workers, or GOMAXPROCS of the goroutine side
+	Sizes   Sizes  // how much work
+	File    string // the W6/W6d data file
+	// InProcess is set in a child process started for an isolated
+	// workload (W6d): the workload runs here instead of starting another.
+	InProcess bool
+	// Self starts this program again with args: the W7 client and the
+	// isolated W6d runs are such processes.
+	Self func(ctx context.Context, args ...string) (*exec.Cmd, error)
+	// Log receives progress and notes (stderr).
+	Log io.Writer
+}
+
+// Measurement is what a run reports once its result has been validated.
+type Measurement struct {
+	Ops     int64         // the unit ns_per_op divides by
+	Elapsed time.Duration // the timed part of the run
+	// Latency (W7: one round trip) or lateness (W5: actual minus
+	// requested sleep) percentiles; HasLatency says whether they were
+	// measured.
+	HasLatency    bool
+	P50, P99, Max time.Duration
+	Bytes         int64   // bytes read (W6, W6d), for mib_s
+	Threads       int     // peak OS threads of the process (W6d)
+	RSSMiB        float64 // peak RSS measured by a child process; 0: measure here
+	GOMAXPROCS    int     // GOMAXPROCS of the process that ran it; 0: this one
+}
+
+// Workload is one row of WORKLOADS.md with its two implementations.
+type Workload struct {
+	ID   string // "W1", "W6d"
+	Name string // "spawn"
+	Unit string // what one op is
+	// AlsoOneWorker: the default run adds workers = 1 (W1, W3, W8).
+	AlsoOneWorker bool
+	Target        Target
+	// setup prepares what both implementations need (the data file), once
+	// per process, before the first run; nil if nothing.
+	setup func(env *Env) error
+	faio  func(env *Env) (Measurement, error)
+	gor   func(env *Env) (Measurement, error)
+}
+
+// Label is the workload's name in JSON lines and tables: "W1-spawn".
+func (w *Workload) Label() string { return w.ID + "-" + w.Name }
+
+// Setup prepares the workload's shared resources; it returns an error
+// wrapping ErrSkip when the workload cannot run on this machine.
+func (w *Workload) Setup(env *Env) error {
+	if w.setup == nil {
+		return nil
+	}
+	return w.setup(env)
+}
+
+// Run runs the workload once with impl and validates the outcome: an error
+// means the run failed or its result was wrong.
+func (w *Workload) Run(env *Env, impl Impl) (Measurement, error) {
+	switch impl {
+	case Faio:
+		return w.faio(env)
+	case Goroutines:
+		return w.gor(env)
+	}
+	return Measurement{}, fmt.Errorf("bench: unknown implementation %q", impl)
+}
+
+// Workloads returns every workload in WORKLOADS.md order.
+func Workloads() []*Workload {
+	return []*Workload{
+		{ID: "W1", Name: "spawn", Unit: "one task spawned + completed", AlsoOneWorker: true,
+			Target: Target{MaxRatio: 0.5}, faio: spawnFaio, gor: spawnGoroutines},
+		{ID: "W2", Name: "ping-pong", Unit: "one round trip",
+			Target: Target{MaxRatio: 0.6}, faio: pingPongFaio, gor: pingPongGoroutines},
+		{ID: "W3", Name: "mutex", Unit: "one lock/unlock pair", AlsoOneWorker: true,
+			Target: Target{MaxRatio: 0.6}, faio: mutexFaio, gor: mutexGoroutines},
+		{ID: "W4", Name: "mpmc", Unit: "one item delivered",
+			Target: Target{MaxRatio: 1.0}, faio: mpmcFaio, gor: mpmcGoroutines},
+		{ID: "W5", Name: "timers", Unit: "one timer",
+			Target: Target{MaxRatio: 1.05, MaxP99: time.Millisecond}, faio: timersFaio, gor: timersGoroutines},
+		{ID: "W6", Name: "file-read", Unit: "one read",
+			Target: Target{MaxRatio: 1.0}, setup: setupFileRead, faio: fileReadFaio, gor: fileReadGoroutines},
+		{ID: "W6d", Name: "file-read-direct", Unit: "one read",
+			Target: Target{MaxRatio: 1.05, MaxThreads: 8}, setup: setupDirectRead, faio: directReadFaio, gor: directReadGoroutines},
+		{ID: "W7", Name: "tcp-echo", Unit: "one round trip",
+			Target: Target{MaxRatio: 0.77, MaxP99: 2 * time.Millisecond}, faio: echoFaio, gor: echoGoroutines},
+		{ID: "W8", Name: "yield", Unit: "one yield", AlsoOneWorker: true,
+			Target: Target{MaxRatio: 0.6}, faio: yieldFaio, gor: yieldGoroutines},
+	}
+}
+
+// LookupWorkload finds a workload by id ("W3", "w3"), label ("W3-mutex")
+// or name ("mutex"), ignoring case.
+func LookupWorkload(name string) (*Workload, bool) {
+	for _, w := range Workloads() {
+		if strings.EqualFold(name, w.ID) || strings.EqualFold(name, w.Label()) || strings.EqualFold(name, w.Name) {
+			return w, true
+		}
+	}
+	return nil, false
+}
+
+// SkipError is returned by Setup when a workload cannot run on this machine
+// (O_DIRECT on a file system without it): the workload is left out with a
+// note, which is not a failure.
+type SkipError struct {
+	Reason string
+}
+
+func (e *SkipError) Error() string { return "skipped: " + e.Reason }
