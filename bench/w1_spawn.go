@@ -40,9 +40,15 @@ func spawnGoroutines(env *Env) (Measurement, error) {
 	n := env.Sizes.Spawns
 	done := make([]byte, n)
 	start := time.Now()
+	// One Add for all, and Done without a defer: the cheapest way to
+	// start and wait for n goroutines.
 	var wg sync.WaitGroup
+	wg.Add(n)
 	for i := range n {
-		wg.Go(func() { done[i] = 1 })
+		go func() {
+			done[i] = 1
+			wg.Done()
+		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
