@@ -22,9 +22,11 @@ import (
 // staticcheckVersion is the staticcheck release used when none is on PATH.
 const staticcheckVersion = "2026.2.2"
 
-// Aliases gives the plain "build" target next to the build: namespace.
+// Aliases gives the plain "build" and "bench" targets next to the build:
+// and bench: namespaces.
 var Aliases = map[string]interface{}{
 	"build": BuildAll,
+	"bench": BenchAll,
 }
 
 // modules returns the directories of every module in go.work, in its order.
@@ -153,8 +155,9 @@ func Test() error {
 	return nil
 }
 
-// Bench runs the Go benchmarks of every module, then the workload program.
-func Bench() error {
+// BenchAll runs the Go benchmarks of every module, then the W1..W8
+// workload program (faio against goroutines, see bench/).
+func BenchAll() error {
 	pats, err := packagePatterns()
 	if err != nil {
 		return err
@@ -163,10 +166,30 @@ func Bench() error {
 	if err := goCmd(args...); err != nil {
 		return err
 	}
-	if !hasMain("bench") {
-		return errors.New("bench: the W1..W8 workload program is not built yet (see the bench issue)")
+	return Bench{}.Workloads()
+}
+
+// Bench holds the workload program's targets.
+type Bench mg.Namespace
+
+const benchCmd = "./bench/cmd/faio-bench"
+
+// Workloads runs every workload of shared/bench/WORKLOADS.md with faio and
+// with plain goroutines, then prints the JSON lines and the ratio table.
+func (Bench) Workloads() error {
+	if !hasMain(benchCmd) {
+		return errors.New("bench: the W1..W8 workload program is not built yet (bench/cmd/faio-bench is missing)")
 	}
-	return goCmd("run", "./bench")
+	return goCmd("run", benchCmd)
+}
+
+// Quick runs every workload at a tenth of its size and checks the results
+// (CI's smoke test; no timing is asserted).
+func (Bench) Quick() error {
+	if !hasMain(benchCmd) {
+		return errors.New("bench: the W1..W8 workload program is not built yet (bench/cmd/faio-bench is missing)")
+	}
+	return goCmd("run", benchCmd, "-quick")
 }
 
 // Demo runs the demonstration program in examples/demo.
