@@ -574,3 +574,27 @@ func TestDeadlineEntriesDoNotPileUp(t *testing.T) {
 		t.Fatalf("%d deadline entries left on the wheels after %d waits", live, 2*rounds)
 	}
 }
+
+func TestTimeoutCancelsOperation(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		start := time.Now()
+		_, err := Timeout(ctx, 10*time.Millisecond, func(ctx context.Context) (int, error) {
+			return 0, Sleep(ctx, time.Hour)
+		})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return 0, errors.New("Timeout: " + errString(err))
+		}
+		if el := time.Since(start); el < 10*time.Millisecond || el > 5*time.Second {
+			return 0, errors.New("Timeout returned after " + el.String())
+		}
+		v, err := Timeout(ctx, time.Hour, func(ctx context.Context) (int, error) { return 7, nil })
+		if v != 7 || err != nil {
+			return 0, errors.New("Timeout with time to spare: " + errString(err))
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

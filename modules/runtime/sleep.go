@@ -127,3 +127,18 @@ func (iv *Interval) Tick(ctx context.Context) (time.Time, error) {
 
 // Reset restarts the schedule: the next tick is one period from now.
 func (iv *Interval) Reset() { iv.next = time.Now().Add(iv.period) }
+
+// Timeout runs op with a context that expires after d: the per-call
+// timeout, for when wrapping the context by hand would be noise. The
+// deadline is enforced on the worker's timer wheel like any context
+// deadline; an I/O operation that hits it is cancelled in the kernel and op
+// returns context.DeadlineExceeded once the kernel has let go of its buffer.
+//
+//	n, err := runtime.Timeout(ctx, time.Second, func(ctx context.Context) (int, error) {
+//		return conn.Read(ctx, buf)
+//	})
+func Timeout[T any](ctx context.Context, d time.Duration, op func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return op(ctx)
+}
