@@ -58,13 +58,18 @@ func runIsolated(env *Env, id string, impl Impl) (Measurement, error) {
 	if err != nil {
 		return Measurement{}, fmt.Errorf("bench: %s %s in a child process: %w", id, impl, err)
 	}
+	iowq := 0
+	if r.IOWQThreads != nil {
+		iowq = *r.IOWQThreads
+	}
 	return Measurement{
-		Ops:        r.Ops,
-		Elapsed:    r.Elapsed(),
-		Bytes:      r.Ops * int64(env.Sizes.BlockSize),
-		Threads:    r.Threads,
-		RSSMiB:     r.RSSMiB,
-		GOMAXPROCS: r.GOMAXPROCS,
+		Ops:         r.Ops,
+		IOWQThreads: iowq,
+		Elapsed:     r.Elapsed(),
+		Bytes:       r.Ops * int64(env.Sizes.BlockSize),
+		Threads:     r.Threads,
+		RSSMiB:      r.RSSMiB,
+		GOMAXPROCS:  r.GOMAXPROCS,
 	}, nil
 }
 

@@ -24,9 +24,9 @@ func TestParseStatusField(t *testing.T) {
 func TestThreadSampler(t *testing.T) {
 	s := startThreadSampler()
 	time.Sleep(3 * threadSampleEvery)
-	peak, err := s.Stop()
-	if err != nil || peak < 1 {
-		t.Errorf("peak %d, %v", peak, err)
+	peak, iowq, err := s.Stop()
+	if err != nil || peak < 1 || iowq < 0 || iowq > peak {
+		t.Errorf("peak %d, io-wq %d, %v", peak, iowq, err)
 	}
 }
 

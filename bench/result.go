@@ -25,8 +25,10 @@ type Result struct {
 	// W6, W6d.
 	IOPS float64 `json:"iops,omitempty"`
 	MiBs float64 `json:"mib_s,omitempty"`
-	// W6d: peak OS threads of the process during the run.
-	Threads int `json:"threads,omitempty"`
+	// W6d: peak OS threads of the process during the run, and how many
+	// of them were io_uring io-wq workers at that moment.
+	Threads     int  `json:"threads,omitempty"`
+	IOWQThreads *int `json:"iowq_threads,omitempty"`
 	// Peak resident memory during the run (0: not available).
 	RSSMiB float64 `json:"rss_mib,omitempty"`
 	// GOMAXPROCS while the run ran: the worker count for goroutines, the
@@ -51,6 +53,10 @@ func NewResult(w *Workload, impl Impl, workers int, m Measurement) Result {
 	}
 	if m.Ops > 0 {
 		r.NsPerOp = round(float64(m.Elapsed.Nanoseconds())/float64(m.Ops), 10)
+	}
+	if m.Threads > 0 {
+		iowq := m.IOWQThreads
+		r.IOWQThreads = &iowq
 	}
 	if m.HasLatency {
 		r.P50us, r.P99us, r.MaxUs = micros(m.P50), micros(m.P99), micros(m.Max)

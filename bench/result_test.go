@@ -45,7 +45,7 @@ func TestJSONLineFieldOrder(t *testing.T) {
 		{w1, Measurement{Ops: 1000, Elapsed: time.Millisecond, RSSMiB: 12.34, GOMAXPROCS: 2},
 			[]string{"rss_mib", "gomaxprocs"}},
 		{w6d, Measurement{Ops: 1000, Elapsed: time.Second, Bytes: 4096000, Threads: 6, GOMAXPROCS: 2},
-			[]string{"iops", "mib_s", "threads", "gomaxprocs"}},
+			[]string{"iops", "mib_s", "threads", "iowq_threads", "gomaxprocs"}},
 		{w7, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond, GOMAXPROCS: 2},
 			[]string{"p50_us", "p99_us", "max_us", "gomaxprocs"}},
 	} {

@@ -103,7 +103,11 @@ func details(byImpl map[Impl]Outcome) string {
 				fig = append(fig, "p99 "+formatMicros(*o.Result.P99us))
 			}
 			if o.Result.Threads > 0 {
-				fig = append(fig, fmt.Sprintf("%d threads", o.Result.Threads))
+				t := fmt.Sprintf("%d threads", o.Result.Threads)
+				if w := o.Result.IOWQThreads; w != nil && *w > 0 {
+					t += fmt.Sprintf(" (%d io-wq)", *w)
+				}
+				fig = append(fig, t)
 			}
 			if len(fig) > 0 {
 				parts = append(parts, fmt.Sprintf("%s %s", impl, strings.Join(fig, ", ")))

@@ -29,6 +29,11 @@ func withThreads(m Measurement, n int) Measurement {
 	return m
 }
 
+func withIOWQ(m Measurement, n int) Measurement {
+	m.IOWQThreads = n
+	return m
+}
+
 func TestRenderTable(t *testing.T) {
 	w6d, _ := LookupWorkload("W6d")
 	w8, _ := LookupWorkload("W8")
@@ -65,8 +70,8 @@ func TestRenderTable(t *testing.T) {
 
 // A run of one implementation has no ratio to judge.
 func TestRenderTableOneImpl(t *testing.T) {
-	got := RenderTable([]Outcome{outcome(t, "W6d", Faio, 2, withThreads(ns(900), 5))}, 2)
-	if !strings.Contains(got, "| W6d-file-read-direct | 2 | 900.0 | — | — | faio 5 threads | ≤ 1.05, ≤ 8 threads | — |") {
+	got := RenderTable([]Outcome{outcome(t, "W6d", Faio, 2, withIOWQ(withThreads(ns(900), 12), 6))}, 2)
+	if !strings.Contains(got, "| W6d-file-read-direct | 2 | 900.0 | — | — | faio 12 threads (6 io-wq) | ≤ 1.05, ≤ 8 threads | — |") {
 		t.Errorf("table:\n%s", got)
 	}
 }

@@ -78,17 +78,17 @@ func directReadGoroutines(env *Env) (Measurement, error) {
 }
 
 // withThreadCount runs run while sampling the process's thread count, and
-// adds the peak to its measurement.
+// adds the peak (and the io-wq workers among it) to its measurement.
 func withThreadCount(run func() (Measurement, error)) (Measurement, error) {
 	sampler := startThreadSampler()
 	m, err := run()
-	peak, serr := sampler.Stop()
+	peak, iowq, serr := sampler.Stop()
 	if err != nil {
 		return m, err
 	}
 	if serr != nil {
 		return m, fmt.Errorf("bench: counting threads: %w", serr)
 	}
-	m.Threads = peak
+	m.Threads, m.IOWQThreads = peak, iowq
 	return m, nil
 }

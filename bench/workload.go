@@ -52,6 +52,7 @@ type Measurement struct {
 	P50, P99, Max time.Duration
 	Bytes         int64   // bytes read (W6, W6d), for mib_s
 	Threads       int     // peak OS threads of the process (W6d)
+	IOWQThreads   int     // io_uring io-wq workers among them
 	RSSMiB        float64 // peak RSS measured by a child process; 0: measure here
 	GOMAXPROCS    int     // GOMAXPROCS of the process that ran it; 0: this one
 }
