@@ -31,6 +31,15 @@ func SelfCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
+// start starts this program again for env (Env.Self, or SelfCommand when
+// it is nil).
+func (env *Env) start(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	if env.Self == nil {
+		return SelfCommand(ctx, args...)
+	}
+	return env.Self(ctx, args...)
+}
+
 // childTimeout bounds a child process when the Env sets no limit.
 const childTimeout = 10 * time.Minute
 
@@ -44,7 +53,7 @@ func runIsolated(env *Env, id string, impl Impl) (Measurement, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
-	cmd, err := env.Self(ctx, "-child", "-w", id, "-impl", string(impl),
+	cmd, err := env.start(ctx, "-child", "-w", id, "-impl", string(impl),
 		"-workers", strconv.Itoa(env.Workers), "-file", env.File, "-sizes", string(sizes))
 	if err != nil {
 		return Measurement{}, err

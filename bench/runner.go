@@ -32,9 +32,9 @@ type Runner struct {
 	Workers []int
 	Impls   []Impl
 	// Env is the template of every run's environment (Workers is set per
-	// run); its Log also receives the progress lines.
+	// run); its Log also receives the progress lines (nil: discarded).
 	Env Env
-	// Out receives the JSON lines.
+	// Out receives the JSON lines (nil: discarded).
 	Out io.Writer
 	// Progress turns on a line on Env.Log before and after every run.
 	Progress bool
@@ -60,6 +60,12 @@ func (r *Runner) WorkersFor(w *Workload) []int {
 // Run runs every configuration, in order: per workload, per worker count,
 // per implementation. A workload's Setup runs once, before its first run.
 func (r *Runner) Run() []Outcome {
+	if r.Env.Log == nil {
+		r.Env.Log = io.Discard
+	}
+	if r.Out == nil {
+		r.Out = io.Discard
+	}
 	total := 0
 	for _, w := range r.Workloads {
 		total += len(r.WorkersFor(w)) * len(r.Impls)

@@ -158,7 +158,7 @@ func runClient(env *Env, addr string) (ClientReport, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
-	cmd, err := env.Self(ctx, "-client", addr, "-sizes", string(sizes))
+	cmd, err := env.start(ctx, "-client", addr, "-sizes", string(sizes))
 	if err != nil {
 		return ClientReport{}, err
 	}

@@ -35,9 +35,9 @@ type Env struct {
 	// workload (W6d): the workload runs here instead of starting another.
 	InProcess bool
 	// Self starts this program again with args: the W7 client and the
-	// isolated W6d runs are such processes.
+	// isolated W6d runs are such processes (nil: SelfCommand).
 	Self func(ctx context.Context, args ...string) (*exec.Cmd, error)
-	// Log receives progress and notes (stderr).
+	// Log receives progress and notes (stderr); it must not be nil.
 	Log io.Writer
 }
 
@@ -138,4 +138,5 @@ type SkipError struct {
 	Reason string
 }
 
+// Error says that the workload was skipped, and why.
 func (e *SkipError) Error() string { return "skipped: " + e.Reason }
