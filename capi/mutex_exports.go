@@ -1,0 +1,122 @@
+package main
+
+/*
+#include "capi.h"
+*/
+import "C"
+
+import (
+	"context"
+
+	fsync "github.com/faio-go/faio/modules/sync"
+)
+
+// mutexObj is a faio_mutex: a faio Mutex and the runtime its lock
+// callbacks run on.
+type mutexObj struct {
+	s  *rtState
+	mu fsync.Mutex
+}
+
+//export faiocgo_mutex_new
+func faiocgo_mutex_new(rt C.uint64_t, out *C.uint64_t) C.int {
+	s, rc := runtimeOf(uint64(rt))
+	if s == nil {
+		return C.int(rc)
+	}
+	if s.closing.Load() {
+		return C.int(codeESHUTDOWN)
+	}
+	h, err := handles.insert(&mutexObj{s: s})
+	if err != nil {
+		return C.int(errorCode(err))
+	}
+	*out = C.uint64_t(h)
+	return C.int(codeOK)
+}
+
+//export faiocgo_mutex_free
+func faiocgo_mutex_free(h C.uint64_t) C.int {
+	m, ok := lookupAs[*mutexObj](&handles, uint64(h))
+	if !ok {
+		return C.int(codeEBADHANDLE)
+	}
+	// Taking the lock proves no one holds it or waits for it (the lock
+	// goes to queued waiters first); it is never released, so a call that
+	// looked the handle up just before the removal finds it held.
+	if !m.mu.TryLock() {
+		return C.int(codeEBUSY)
+	}
+	if _, ok := removeAs[*mutexObj](&handles, uint64(h)); !ok {
+		return C.int(codeEBADHANDLE)
+	}
+	return C.int(codeOK)
+}
+
+//export faiocgo_mutex_lock
+func faiocgo_mutex_lock(h C.uint64_t, cb, arg C.uintptr_t, token C.uint64_t) C.int {
+	m, ok := lookupAs[*mutexObj](&handles, uint64(h))
+	if !ok {
+		return C.int(codeEBADHANDLE)
+	}
+	return C.int(m.s.start(uint64(token), &lockJob{m: m, cb: uintptr(cb), arg: uintptr(arg)}))
+}
+
+//export faiocgo_mutex_try_lock
+func faiocgo_mutex_try_lock(h C.uint64_t) C.int {
+	m, ok := lookupAs[*mutexObj](&handles, uint64(h))
+	if !ok {
+		return C.int(codeEBADHANDLE)
+	}
+	if !m.mu.TryLock() {
+		return C.int(codeEBUSY)
+	}
+	return C.int(codeOK)
+}
+
+//export faiocgo_mutex_unlock
+func faiocgo_mutex_unlock(h C.uint64_t) C.int {
+	m, ok := lookupAs[*mutexObj](&handles, uint64(h))
+	if !ok {
+		return C.int(codeEBADHANDLE)
+	}
+	return C.int(unlock(&m.mu))
+}
+
+//export faiocgo_mutex_lock_blocking
+func faiocgo_mutex_lock_blocking(h, token C.uint64_t) C.int {
+	if token != 0 {
+		return C.int(codeEWOULDBLOCK)
+	}
+	m, ok := lookupAs[*mutexObj](&handles, uint64(h))
+	if !ok {
+		return C.int(codeEBADHANDLE)
+	}
+	// A plain goroutine's wait: this blocks the host thread, as asked.
+	// Background is never cancelled, so Lock cannot fail.
+	return C.int(errorCode(m.mu.Lock(context.Background())))
+}
+
+// unlock unlocks mu, turning the panic of an unlock of an unlocked mutex
+// into FAIO_ENOTLOCKED. The Mutex panics before changing anything, so it
+// is unchanged.
+func unlock(mu *fsync.Mutex) (rc int32) {
+	defer func() {
+		if recover() != nil {
+			rc = codeENOTLOCKED
+		}
+	}()
+	mu.Unlock()
+	return codeOK
+}
+
+// lockJob is faio_mutex_lock: it waits for the lock in its task, then
+// invokes the callback holding it.
+type lockJob struct {
+	m       *mutexObj
+	cb, arg uintptr
+}
+
+func (j *lockJob) run(ctx context.Context, s *rtState) started {
+	return callDone(ctx, s, j.cb, j.arg, errorCode(j.m.mu.Lock(ctx)))
+}

@@ -1,0 +1,378 @@
+/* Tests of faio_sleep and the I/O calls: files through faio_read and
+ * faio_write, and a loopback TCP exchange through accept, connect, send,
+ * recv and close. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static faio_runtime rt;
+
+/* ---- sleep ordering ---- */
+
+enum { SLEEPS = 5, SLEEP_STEP_MS = 25 };
+
+struct sleeper {
+    int64_t ms;
+    int64_t start;
+    int64_t elapsed;
+    int status;
+};
+
+static struct sleeper sleepers[SLEEPS];
+static int woke_order[SLEEPS];
+static atomic_int woke;
+
+static void slept(void *arg, int status)
+{
+    struct sleeper *s = arg;
+    s->elapsed = now_ns() - s->start;
+    s->status = status;
+    woke_order[atomic_fetch_add(&woke, 1)] = (int)(s - sleepers);
+}
+
+static void sleep_root(void *arg)
+{
+    (void)arg;
+    /* Longest first: they must wake shortest first. */
+    for (int i = 0; i < SLEEPS; i++) {
+        sleepers[i].ms = (int64_t)(SLEEPS - i) * SLEEP_STEP_MS;
+        sleepers[i].start = now_ns();
+        CHECK_RC(faio_sleep(rt, (uint64_t)sleepers[i].ms * 1000000, slept, &sleepers[i]), 0);
+    }
+}
+
+static void test_sleep_order(void)
+{
+    atomic_store(&woke, 0);
+    CHECK_RC(faio_block_on(rt, sleep_root, NULL), 0);
+    CHECK(atomic_load(&woke) == SLEEPS);
+    for (int i = 0; i < SLEEPS; i++) {
+        const struct sleeper *s = &sleepers[woke_order[i]];
+        CHECK_RC(s->status, 0);
+        CHECK(s->ms == (int64_t)(i + 1) * SLEEP_STEP_MS); /* woke in order */
+        CHECK(s->elapsed >= s->ms * 1000000);              /* never early */
+    }
+}
+
+/* A chain of sleeps adds up; a zero sleep completes. */
+static int64_t chain_start, chain_elapsed;
+static int chain_steps;
+
+static void chain_slept(void *arg, int status)
+{
+    (void)arg;
+    CHECK_RC(status, 0);
+    if (++chain_steps < 3) {
+        CHECK_RC(faio_sleep(rt, chain_steps == 1 ? 0 : 15000000, chain_slept, NULL), 0);
+        return;
+    }
+    chain_elapsed = now_ns() - chain_start;
+}
+
+static void chain_root(void *arg)
+{
+    (void)arg;
+    chain_start = now_ns();
+    CHECK_RC(faio_sleep(rt, 10000000, chain_slept, NULL), 0);
+}
+
+static void test_sleep_chain(void)
+{
+    chain_steps = 0;
+    CHECK_RC(faio_block_on(rt, chain_root, NULL), 0);
+    CHECK(chain_steps == 3);
+    CHECK(chain_elapsed >= 25000000);
+}
+
+/* ---- files ---- */
+
+enum { FILE_SIZE = (1 << 20) + 123, CHUNK = 64 * 1024 };
+
+static unsigned char pattern(size_t i) { return (unsigned char)(i * 31 + i / 7); }
+
+static int temp_file(char *path, size_t n)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, n, "%s/faio-test-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    return fd;
+}
+
+struct chunk {
+    int fd;
+    unsigned char *buf;
+    int64_t off;
+    size_t len;
+    int64_t result;
+};
+
+static struct chunk chunks[FILE_SIZE / CHUNK + 1];
+static int nchunks;
+
+static void chunk_done(void *arg, int64_t result)
+{
+    ((struct chunk *)arg)->result = result;
+}
+
+static void read_root(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < nchunks; i++) {
+        struct chunk *c = &chunks[i];
+        CHECK_RC(faio_read(rt, c->fd, c->buf + c->off, CHUNK, c->off, chunk_done, c), 0);
+    }
+}
+
+static void write_root(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < nchunks; i++) {
+        struct chunk *c = &chunks[i];
+        CHECK_RC(faio_write(rt, c->fd, c->buf + c->off, c->len, c->off, chunk_done, c), 0);
+    }
+}
+
+/* Reads at the file position (offset -1) until end of file, in a chain. */
+struct seq_read {
+    int fd;
+    unsigned char *buf;
+    size_t got;
+    int calls;
+};
+
+static void seq_read_done(void *arg, int64_t result)
+{
+    struct seq_read *r = arg;
+    r->calls++;
+    CHECK(result >= 0);
+    if (result <= 0)
+        return;
+    r->got += (size_t)result;
+    CHECK_RC(faio_read(rt, r->fd, r->buf + r->got, 100000, -1, seq_read_done, r), 0);
+}
+
+static void seq_read_root(void *arg)
+{
+    struct seq_read *r = arg;
+    CHECK_RC(faio_read(rt, r->fd, r->buf, 100000, -1, seq_read_done, r), 0);
+}
+
+static void split(int fd, unsigned char *buf)
+{
+    nchunks = 0;
+    for (size_t off = 0; off < FILE_SIZE; off += CHUNK) {
+        size_t len = FILE_SIZE - off < CHUNK ? FILE_SIZE - off : CHUNK;
+        chunks[nchunks++] = (struct chunk){fd, buf, (int64_t)off, len, -1};
+    }
+}
+
+static void test_file_read(void)
+{
+    char path[256];
+    int fd = temp_file(path, sizeof path);
+    unsigned char *want = malloc(FILE_SIZE);
+    unsigned char *got = calloc(1, FILE_SIZE + CHUNK);
+    for (size_t i = 0; i < FILE_SIZE; i++)
+        want[i] = pattern(i);
+    CHECK(pwrite(fd, want, FILE_SIZE, 0) == FILE_SIZE);
+
+    /* Every chunk at its offset, all in flight together. */
+    split(fd, got);
+    CHECK_RC(faio_block_on(rt, read_root, NULL), 0);
+    for (int i = 0; i < nchunks; i++)
+        CHECK(chunks[i].result == (int64_t)chunks[i].len); /* short at the end */
+    CHECK(memcmp(got, want, FILE_SIZE) == 0);
+
+    /* Sequentially at the file position. */
+    struct seq_read r = {fd, calloc(1, FILE_SIZE + 100000), 0, 0};
+    CHECK(lseek(fd, 0, SEEK_SET) == 0);
+    CHECK_RC(faio_block_on(rt, seq_read_root, &r), 0);
+    CHECK(r.got == FILE_SIZE);
+    CHECK(memcmp(r.buf, want, FILE_SIZE) == 0);
+    free(r.buf);
+
+    /* At the end of the file a read returns 0. */
+    struct chunk c = {fd, got, FILE_SIZE, 10, -1};
+    chunks[0] = c;
+    nchunks = 1;
+    CHECK_RC(faio_block_on(rt, read_root, NULL), 0);
+    CHECK(chunks[0].result == 0); /* at end of file */
+    unlink(path);
+    free(want);
+    free(got);
+    close(fd);
+}
+
+static void test_file_write(void)
+{
+    char path[256];
+    int fd = temp_file(path, sizeof path);
+    unsigned char *data = malloc(FILE_SIZE);
+    unsigned char *back = malloc(FILE_SIZE);
+    for (size_t i = 0; i < FILE_SIZE; i++)
+        data[i] = pattern(i + 5);
+    split(fd, data);
+    CHECK_RC(faio_block_on(rt, write_root, NULL), 0);
+    for (int i = 0; i < nchunks; i++)
+        CHECK(chunks[i].result == (int64_t)chunks[i].len);
+    CHECK(pread(fd, back, FILE_SIZE, 0) == FILE_SIZE);
+    CHECK(memcmp(back, data, FILE_SIZE) == 0);
+    unlink(path);
+    free(data);
+    free(back);
+    close(fd);
+}
+
+/* Kernel errors come to the callback as negated errnos. */
+static int64_t bad_fd_result;
+static int close_status[2];
+
+static void bad_fd_done(void *arg, int64_t result)
+{
+    (void)arg;
+    bad_fd_result = result;
+}
+
+static void close_done(void *arg, int status)
+{
+    *(int *)arg = status;
+}
+
+static void close_again(void *arg, int status)
+{
+    close_status[0] = status;
+    CHECK_RC(faio_close(rt, (int)(intptr_t)arg, close_done, &close_status[1]), 0);
+}
+
+static void errors_root(void *arg)
+{
+    static char buf[16];
+    CHECK_RC(faio_read(rt, -1, buf, sizeof buf, 0, bad_fd_done, NULL), 0);
+    CHECK_RC(faio_close(rt, (int)(intptr_t)arg, close_again, arg), 0);
+}
+
+static void test_io_errors(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    CHECK(fd >= 0);
+    close_status[0] = close_status[1] = 1;
+    CHECK_RC(faio_block_on(rt, errors_root, (void *)(intptr_t)fd), 0);
+    CHECK(bad_fd_result == -EBADF);
+    CHECK_RC(close_status[0], 0);
+    CHECK_RC(close_status[1], -EBADF);
+    CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
+}
+
+/* ---- loopback TCP ---- */
+
+static const char hello[] = "hello, faio";
+
+struct peer {
+    int fd;
+    char buf[64];
+    int64_t got;
+    int closed;
+};
+
+static struct peer server, client;
+static int listen_fd;
+static struct sockaddr_in listen_addr;
+
+static void server_closed(void *arg, int status)
+{
+    CHECK_RC(status, 0);
+    ((struct peer *)arg)->closed = 1;
+}
+
+static void server_sent(void *arg, int64_t result)
+{
+    struct peer *p = arg;
+    CHECK(result == p->got);
+    CHECK_RC(faio_close(rt, p->fd, server_closed, p), 0);
+}
+
+static void server_received(void *arg, int64_t result)
+{
+    struct peer *p = arg;
+    CHECK(result == (int64_t)sizeof hello);
+    p->got = result;
+    CHECK_RC(faio_send(rt, p->fd, p->buf, (size_t)result, 0, server_sent, p), 0);
+}
+
+static void accepted(void *arg, int64_t result)
+{
+    struct peer *p = arg;
+    CHECK(result >= 0);
+    p->fd = (int)result;
+    CHECK_RC(faio_recv(rt, p->fd, p->buf, sizeof hello, MSG_WAITALL, server_received, p), 0);
+}
+
+static void client_received(void *arg, int64_t result)
+{
+    struct peer *p = arg;
+    p->got = result;
+    CHECK_RC(faio_close(rt, p->fd, server_closed, p), 0);
+}
+
+static void client_sent(void *arg, int64_t result)
+{
+    struct peer *p = arg;
+    CHECK(result == (int64_t)sizeof hello);
+    CHECK_RC(faio_recv(rt, p->fd, p->buf, sizeof hello, MSG_WAITALL, client_received, p), 0);
+}
+
+static void connected(void *arg, int status)
+{
+    struct peer *p = arg;
+    CHECK_RC(status, 0);
+    CHECK_RC(faio_send(rt, p->fd, hello, sizeof hello, 0, client_sent, p), 0);
+}
+
+static void tcp_root(void *arg)
+{
+    (void)arg;
+    CHECK_RC(faio_accept(rt, listen_fd, SOCK_CLOEXEC, accepted, &server), 0);
+    CHECK_RC(faio_connect(rt, client.fd, (const struct sockaddr *)&listen_addr,
+                          sizeof listen_addr, connected, &client), 0);
+}
+
+static void test_tcp(void)
+{
+    memset(&server, 0, sizeof server);
+    memset(&client, 0, sizeof client);
+    listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    memset(&listen_addr, 0, sizeof listen_addr);
+    listen_addr.sin_family = AF_INET;
+    listen_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof listen_addr;
+    CHECK(bind(listen_fd, (struct sockaddr *)&listen_addr, sizeof listen_addr) == 0);
+    CHECK(listen(listen_fd, 8) == 0);
+    CHECK(getsockname(listen_fd, (struct sockaddr *)&listen_addr, &len) == 0);
+    client.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_RC(faio_block_on(rt, tcp_root, NULL), 0);
+    CHECK(client.got == (int64_t)sizeof hello);
+    CHECK(memcmp(client.buf, hello, sizeof hello) == 0);
+    CHECK(server.closed && client.closed);
+    close(listen_fd);
+}
+
+void test_io(void)
+{
+    rt = new_runtime(0);
+    run_test("sleep: five sleeps wake shortest first, never early", test_sleep_order);
+    run_test("sleep: a chain of sleeps adds up, zero completes", test_sleep_chain);
+    run_test("file: faio_read of 1 MiB in 17 concurrent chunks equals the file", test_file_read);
+    run_test("file: faio_write of 1 MiB in chunks reads back equal", test_file_write);
+    run_test("I/O errors come to the callback as negated errnos", test_io_errors);
+    run_test("TCP over loopback: accept, connect, send, recv, close", test_tcp);
+    CHECK_RC(faio_runtime_free(rt), 0);
+}

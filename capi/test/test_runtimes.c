@@ -1,0 +1,130 @@
+/* Two runtimes in one process, side by side and calling each other; and
+ * faio_stats. */
+#include <pthread.h>
+#include <string.h>
+
+#include "harness.h"
+
+enum { PER_RUNTIME = 20000, CROSS = 1000 };
+
+struct rt_run {
+    faio_runtime rt, other;
+    faio_chan to_other; /* created on other: its callbacks run there */
+    atomic_long count;
+    atomic_long wrong_runtime;
+    atomic_long cross_ran;
+};
+
+static struct rt_run runs[2];
+
+static int on_runtime(faio_runtime want)
+{
+    faio_runtime cur = {0};
+    return faio_current(&cur) == 0 && cur.h == want.h;
+}
+
+static void counted(void *arg)
+{
+    struct rt_run *r = arg;
+    if (!on_runtime(r->rt))
+        atomic_fetch_add(&r->wrong_runtime, 1);
+    atomic_fetch_add(&r->count, 1);
+}
+
+/* Spawned on the other runtime from a callback of this one: runs there,
+ * outside this runtime's block_on. */
+static void cross_spawned(void *arg)
+{
+    struct rt_run *r = arg;
+    if (!on_runtime(r->other))
+        atomic_fetch_add(&r->wrong_runtime, 1);
+    atomic_fetch_add(&r->cross_ran, 1);
+}
+
+static void cross_received(void *arg, void *item, int status)
+{
+    struct rt_run *r = arg;
+    CHECK_RC(status, 0);
+    CHECK(item == (void *)r);
+    if (!on_runtime(r->other))
+        atomic_fetch_add(&r->wrong_runtime, 1);
+    atomic_fetch_add(&r->cross_ran, 1);
+}
+
+static void cross_sent(void *arg, int status)
+{
+    CHECK_RC(status, 0);
+    (void)arg;
+}
+
+static void root(void *arg)
+{
+    struct rt_run *r = arg;
+    for (int i = 0; i < PER_RUNTIME; i++)
+        CHECK_RC(faio_spawn(r->rt, counted, r), 0);
+    for (int i = 0; i < CROSS; i++) {
+        CHECK_RC(faio_spawn(r->other, cross_spawned, r), 0);
+        /* Sent from here, received by the other runtime's callbacks. */
+        CHECK_RC(faio_chan_send(r->to_other, r, cross_sent, r), 0);
+        CHECK_RC(faio_chan_recv(r->to_other, cross_received, r), 0);
+    }
+}
+
+static void *run_block_on(void *arg)
+{
+    struct rt_run *r = arg;
+    CHECK_RC(faio_block_on(r->rt, root, r), 0);
+    return NULL;
+}
+
+static void test_two_runtimes(void)
+{
+    faio_runtime a = new_runtime(2), b = new_runtime(1);
+    CHECK(a.h != b.h);
+    memset(runs, 0, sizeof runs);
+    runs[0].rt = a;
+    runs[0].other = b;
+    runs[1].rt = b;
+    runs[1].other = a;
+    for (int i = 0; i < 2; i++)
+        CHECK_RC(faio_chan_new(runs[i].other, 4, &runs[i].to_other), 0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, run_block_on, &runs[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        /* block_on waited for this runtime's own tasks... */
+        CHECK(atomic_load(&runs[i].count) == PER_RUNTIME);
+        /* ...but not for what it started on the other one. */
+        for (int k = 0; k < 5000 && atomic_load(&runs[i].cross_ran) < 2 * CROSS; k++) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        CHECK(atomic_load(&runs[i].cross_ran) == 2 * CROSS);
+        CHECK(atomic_load(&runs[i].wrong_runtime) == 0);
+    }
+
+    faio_runtime_stats st;
+    CHECK_RC(faio_stats(a, &st), 0);
+    CHECK(st.workers == 2);
+    CHECK(st.spawned >= PER_RUNTIME);
+    CHECK(st.reserved[0] == 0);
+    CHECK_RC(faio_stats(b, &st), 0);
+    CHECK(st.workers == 1);
+
+    for (int i = 0; i < 2; i++)
+        CHECK_RC(faio_chan_free(runs[i].to_other), 0);
+    /* Freeing one leaves the other working. */
+    CHECK_RC(faio_runtime_free(a), 0);
+    atomic_store(&runs[1].count, 0);
+    CHECK_RC(faio_spawn(b, counted, &runs[1]), 0);
+    CHECK_RC(faio_block_on(b, counted, &runs[1]), 0);
+    CHECK_RC(faio_runtime_free(b), 0);
+    CHECK(atomic_load(&runs[1].count) == 2); /* the spawned task ran, at the latest during the free */
+}
+
+void test_runtimes(void)
+{
+    run_test("two runtimes in one process, calling each other", test_two_runtimes);
+}
