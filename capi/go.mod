@@ -7,7 +7,9 @@ require (
 	github.com/faio-go/faio/modules/runtime v0.0.0
 	github.com/faio-go/faio/modules/sync v0.0.0
 	github.com/faio-go/faio/modules/uring v0.0.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

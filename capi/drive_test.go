@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faio-go/faio/modules/runtime"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// goJob stands for the jobs of the exports with Go in place of C: it waits
+// (as a lock or sleep job does), then runs callback as a C callback runs,
+// with the worker's frame as the thread's marker, and returns what the
+// callback started.
+type goJob struct {
+	wait     func(ctx context.Context) error
+	callback func(s *rtState, token uint64, status int32)
+}
+
+func (j *goJob) run(ctx context.Context, s *rtState) started {
+	var err error
+	if j.wait != nil {
+		err = j.wait(ctx)
+	}
+	f := s.frameFor(ctx)
+	j.callback(s, f.token, errorCode(err))
+	return f.take()
+}
+
+func newTestRuntime(t *testing.T, workers int) (uint64, *rtState) {
+	t.Helper()
+	h, rc := newRuntime(runtime.Config{Workers: workers})
+	if rc != codeOK {
+		t.Fatalf("newRuntime: %d", rc)
+	}
+	s, _ := runtimeOf(h)
+	t.Cleanup(func() { freeRuntime(h, 0) })
+	return h, s
+}
+
+// Jobs started inside a callback start only when it returns, as children
+// of its task: blockOn waits for the whole tree.
+func TestDeferredJobsAreChildren(t *testing.T) {
+	h, _ := newTestRuntime(t, 2)
+	const fanout, depth = 4, 5
+	var ran atomic.Int64
+	var early atomic.Int64
+	var node func(level int, parentsKids *atomic.Int64) job
+	node = func(level int, parentsKids *atomic.Int64) job {
+		// Leaves wait a little, so blockOn returning early would show.
+		var wait func(context.Context) error
+		if level == depth {
+			wait = func(ctx context.Context) error { return runtime.Sleep(ctx, 2*time.Millisecond) }
+		}
+		return &goJob{wait: wait, callback: func(s *rtState, token uint64, status int32) {
+			if status != codeOK {
+				t.Errorf("status %d", status)
+			}
+			ran.Add(1)
+			if parentsKids != nil {
+				parentsKids.Add(1)
+			}
+			if level == depth {
+				return
+			}
+			var kids atomic.Int64
+			for range fanout {
+				if rc := s.start(token, node(level+1, &kids)); rc != codeOK {
+					t.Errorf("start: %d", rc)
+				}
+			}
+			// Deferred: none of them may have run yet.
+			if kids.Load() != 0 {
+				early.Add(1)
+			}
+		}}
+	}
+	if rc := blockOn(h, node(0, nil), 0); rc != codeOK {
+		t.Fatalf("blockOn: %d", rc)
+	}
+	want := int64(0)
+	for l, n := 0, int64(1); l <= depth; l, n = l+1, n*fanout {
+		want += n
+	}
+	if ran.Load() != want {
+		t.Errorf("%d jobs ran before blockOn returned, want %d", ran.Load(), want)
+	}
+	if early.Load() != 0 {
+		t.Error("a deferred job ran inside its parent's callback")
+	}
+}
+
+// A job started inside a callback does not run before the callback
+// returns, even when the runtime has idle workers.
+func TestDeferredJobWaitsForCallback(t *testing.T) {
+	h, _ := newTestRuntime(t, 2)
+	var child atomic.Bool
+	var seenEarly atomic.Bool
+	root := &goJob{callback: func(s *rtState, token uint64, status int32) {
+		s.start(token, &goJob{callback: func(*rtState, uint64, int32) { child.Store(true) }})
+		time.Sleep(20 * time.Millisecond) // an idle worker would have run it by now
+		seenEarly.Store(child.Load())
+	}}
+	if rc := blockOn(h, root, 0); rc != codeOK {
+		t.Fatalf("blockOn: %d", rc)
+	}
+	if seenEarly.Load() || !child.Load() {
+		t.Errorf("child ran early: %v, ran at all: %v", seenEarly.Load(), child.Load())
+	}
+}
+
+// From outside any callback (marker 0) and from a callback of another
+// runtime, a job starts at once as an independent task of its runtime.
+func TestStartOutsideAndAcrossRuntimes(t *testing.T) {
+	_, a := newTestRuntime(t, 1)
+	hb, _ := newTestRuntime(t, 1)
+	done := make(chan *rtState, 2)
+	if rc := a.start(0, &goJob{callback: func(s *rtState, _ uint64, _ int32) { done <- s }}); rc != codeOK {
+		t.Fatalf("start: %d", rc)
+	}
+	if s := <-done; s != a {
+		t.Error("job ran on the wrong runtime")
+	}
+	// A callback on b starts a job on a: not deferred into b's frame.
+	var deferred atomic.Int64
+	root := &goJob{callback: func(s *rtState, token uint64, _ int32) {
+		a.start(token, &goJob{callback: func(s *rtState, _ uint64, _ int32) { done <- s }})
+		f := frameOf(token)
+		if f.first != nil {
+			deferred.Add(1)
+		}
+	}}
+	if rc := blockOn(hb, root, 0); rc != codeOK {
+		t.Fatalf("blockOn: %d", rc)
+	}
+	if s := <-done; s != a || deferred.Load() != 0 {
+		t.Errorf("cross-runtime job: ran on a: %v, deferred: %d", s == a, deferred.Load())
+	}
+}
+
+func TestBlockingCallsRefuseInsideCallbacks(t *testing.T) {
+	h, s := newTestRuntime(t, 1)
+	token := s.frames[0].token
+	if rc := blockOn(h, &goJob{callback: func(*rtState, uint64, int32) {}}, token); rc != codeEWOULDBLOCK {
+		t.Errorf("blockOn with a marker = %d, want %d", rc, codeEWOULDBLOCK)
+	}
+	if rc := freeRuntime(h, token); rc != codeEWOULDBLOCK {
+		t.Errorf("freeRuntime with a marker = %d, want %d", rc, codeEWOULDBLOCK)
+	}
+	if _, rc := runtimeOf(h); rc != codeOK {
+		t.Error("a refused free freed the runtime")
+	}
+}
+
+// Shutdown invokes every accepted callback exactly once: waiting jobs see
+// the cancellation, and jobs their callbacks start during the shutdown
+// still run.
+func TestShutdownInvokesEveryCallback(t *testing.T) {
+	h, s := newTestRuntime(t, 2)
+	const n = 200
+	var calls [n]atomic.Int32
+	var status [n]atomic.Int32
+	var followUps atomic.Int32
+	for i := range n {
+		j := &goJob{
+			wait: func(ctx context.Context) error { return runtime.Sleep(ctx, time.Hour) },
+			callback: func(s *rtState, token uint64, st int32) {
+				calls[i].Add(1)
+				status[i].Store(st)
+				// Refused: the runtime is closing.
+				if rc := s.start(token, &goJob{callback: func(*rtState, uint64, int32) { followUps.Add(1) }}); rc == codeOK {
+					followUps.Add(-1000)
+				}
+			},
+		}
+		if rc := s.start(0, j); rc != codeOK {
+			t.Fatalf("start: %d", rc)
+		}
+	}
+	if rc := freeRuntime(h, 0); rc != codeOK {
+		t.Fatalf("freeRuntime: %d", rc)
+	}
+	for i := range n {
+		if calls[i].Load() != 1 || status[i].Load() != codeECANCELED {
+			t.Fatalf("job %d: %d calls, status %d; want 1 call with %d", i, calls[i].Load(), status[i].Load(), codeECANCELED)
+		}
+	}
+	if followUps.Load() != 0 {
+		t.Errorf("jobs started during shutdown: %d", followUps.Load())
+	}
+	if rc := s.start(0, &goJob{}); rc != codeESHUTDOWN {
+		t.Errorf("start after free = %d, want %d", rc, codeESHUTDOWN)
+	}
+}
+
+func TestFreeRuntimeOnce(t *testing.T) {
+	h, rc := newRuntime(runtime.Config{Workers: 1})
+	if rc != codeOK {
+		t.Fatal(rc)
+	}
+	s, _ := runtimeOf(h)
+	var wg sync.WaitGroup
+	var ok, bad atomic.Int32
+	for range 6 {
+		wg.Go(func() {
+			switch freeRuntime(h, 0) {
+			case codeOK:
+				ok.Add(1)
+			case codeEBADHANDLE:
+				bad.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 1 || bad.Load() != 5 {
+		t.Errorf("%d frees succeeded and %d failed, want 1 and 5", ok.Load(), bad.Load())
+	}
+	if _, rc := runtimeOf(h); rc != codeEBADHANDLE {
+		t.Error("runtime handle alive after free")
+	}
+	for _, f := range s.frames {
+		if frameOf(f.token) != nil {
+			t.Error("frame handle alive after free")
+		}
+	}
+	if rc := blockOn(h, &goJob{}, 0); rc != codeEBADHANDLE {
+		t.Errorf("blockOn after free = %d, want %d", rc, codeEBADHANDLE)
+	}
+}
+
+func TestNewRuntimeBadConfig(t *testing.T) {
+	for _, cfg := range []runtime.Config{
+		{Workers: -1},
+		{LocalQueueCapacity: 3},
+		{RingEntries: 1 << 20},
+		{TimerResolution: -time.Millisecond},
+	} {
+		if h, rc := newRuntime(cfg); rc != codeEINVAL || h != 0 {
+			t.Errorf("newRuntime(%+v) = %#x, %d; want 0, %d", cfg, h, rc, codeEINVAL)
+		}
+	}
+}
