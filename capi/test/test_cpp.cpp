@@ -1,0 +1,478 @@
+// The C++20 test of faio.hpp: the C test's cases, written with co_await.
+// Built (g++ -std=c++20 -Wall -Werror) and run by capi/test/run.sh.
+#include "faio.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::atomic<int> failures;
+int passed, failed;
+
+#define CHECK(cond)                                                                     \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            failures++;                                                                 \
+            std::fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                               \
+    } while (0)
+
+// CHECK_THROWS checks that expr throws faio::error with code want.
+#define CHECK_THROWS(expr, want)                                                        \
+    do {                                                                                \
+        int got_ = 0;                                                                   \
+        try {                                                                           \
+            (void)(expr);                                                               \
+        } catch (const faio::error &e) {                                                \
+            got_ = e.code();                                                            \
+        }                                                                               \
+        if (got_ != (want)) {                                                           \
+            failures++;                                                                 \
+            std::fprintf(stderr, "  %s:%d: %s threw %d, want %d\n", __FILE__, __LINE__, #expr, \
+                         got_, (want));                                                 \
+        }                                                                               \
+    } while (0)
+
+template <class F> void run_test(const char *name, F fn)
+{
+    int before = failures.load();
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+        fn();
+    } catch (const std::exception &e) {
+        failures++;
+        std::fprintf(stderr, "  unexpected exception: %s\n", e.what());
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    bool ok = failures.load() == before;
+    (ok ? passed : failed)++;
+    std::printf("%s %s (%lld ms)\n", ok ? "PASS" : "FAIL", name, static_cast<long long>(ms.count()));
+    std::fflush(stdout);
+}
+
+// ---- spawn ----
+
+std::atomic<long> counter;
+
+faio::task<> count_one()
+{
+    counter++;
+    co_return;
+}
+
+faio::task<> spawn_many(int n)
+{
+    for (int i = 0; i < n; i++)
+        faio::spawn(count_one());
+    co_return;
+}
+
+void test_spawn(faio::runtime &rt)
+{
+    counter = 0;
+    faio::block_on(rt, spawn_many(100000));
+    CHECK(counter == 100000); // block_on waited for every spawned task
+}
+
+// ---- values and exceptions through nested tasks ----
+
+faio::task<int> add(int a, int b)
+{
+    co_await faio::sleep(1ms);
+    co_return a + b;
+}
+
+faio::task<int> sum_chain(int n)
+{
+    int s = 0;
+    for (int i = 1; i <= n; i++)
+        s = co_await add(s, i);
+    co_return s;
+}
+
+faio::task<int> throws_after_await()
+{
+    co_await faio::sleep(0ms);
+    throw std::runtime_error("boom");
+}
+
+faio::task<std::string> catches()
+{
+    try {
+        co_await throws_after_await();
+    } catch (const std::runtime_error &e) {
+        co_return std::string(e.what());
+    }
+    co_return std::string("no exception");
+}
+
+void test_task_values(faio::runtime &rt)
+{
+    CHECK(faio::block_on(rt, sum_chain(20)) == 210);
+    CHECK(faio::block_on(rt, catches()) == "boom");
+    bool thrown = false;
+    try {
+        faio::block_on(rt, throws_after_await());
+    } catch (const std::runtime_error &) {
+        thrown = true;
+    }
+    CHECK(thrown);
+}
+
+// ---- mutex exclusion: 1,000 tasks x 100 and 2 host threads ----
+
+long shared_counter; // guarded by the mutex, deliberately not atomic
+std::atomic<int> holders;
+std::atomic<int> violations;
+
+faio::task<> locker(faio::mutex &mu, int iters)
+{
+    for (int i = 0; i < iters; i++) {
+        auto guard = co_await faio::lock(mu);
+        if (holders.fetch_add(1) != 0)
+            violations++;
+        long seen = shared_counter;
+        if (i % 4 == 0)
+            co_await faio::yield(); // continue in another task, lock held
+        shared_counter = seen + 1;
+        holders--;
+    }
+}
+
+faio::task<> lockers(faio::mutex &mu)
+{
+    for (int i = 0; i < 1000; i++)
+        faio::spawn(locker(mu, 100));
+    co_return;
+}
+
+void test_mutex(faio::runtime &rt)
+{
+    faio::mutex mu(rt);
+    shared_counter = 0;
+    std::vector<std::thread> host;
+    for (int i = 0; i < 2; i++)
+        host.emplace_back([&mu] {
+            for (int k = 0; k < 1000; k++) {
+                mu.lock_blocking();
+                if (holders.fetch_add(1) != 0)
+                    violations++;
+                shared_counter++;
+                holders--;
+                mu.unlock();
+            }
+        });
+    faio::block_on(rt, lockers(mu));
+    for (auto &t : host)
+        t.join();
+    CHECK(shared_counter == 1000L * 100 + 2000);
+    CHECK(violations == 0);
+    CHECK(mu.try_lock());
+    CHECK(!mu.try_lock());
+    mu.unlock();
+    CHECK_THROWS(mu.unlock(), FAIO_ENOTLOCKED);
+}
+
+// ---- channel conservation: 4 producers, 4 consumers ----
+
+constexpr long per_producer = 20000, producers = 4, total = per_producer * producers;
+
+struct conservation {
+    faio::channel<long> ch;
+    std::atomic<int> producers_left{producers};
+    std::atomic<long> sum{0}, received{0};
+    std::vector<std::atomic<unsigned char>> seen;
+    conservation(faio_runtime rt, std::size_t cap) : ch(rt, cap), seen(total + 1) {}
+};
+
+faio::task<> producer(conservation &c, long first)
+{
+    for (long v = first; v < first + per_producer; v++)
+        CHECK(co_await c.ch.send(v));
+    if (--c.producers_left == 0)
+        CHECK(c.ch.close());
+}
+
+faio::task<> consumer(conservation &c)
+{
+    while (auto v = co_await c.ch.recv()) {
+        CHECK(*v >= 1 && *v <= total);
+        if (*v >= 1 && *v <= total)
+            c.seen[*v]++;
+        c.sum += *v;
+        c.received++;
+    }
+}
+
+faio::task<> conserve_root(conservation &c)
+{
+    for (long p = 0; p < producers; p++)
+        faio::spawn(producer(c, 1 + p * per_producer));
+    for (int i = 0; i < 4; i++)
+        faio::spawn(consumer(c));
+    co_return;
+}
+
+void test_channel(faio::runtime &rt, std::size_t cap)
+{
+    conservation c(rt, cap);
+    faio::block_on(rt, conserve_root(c));
+    CHECK(c.received == total);
+    CHECK(c.sum == total * (total + 1) / 2);
+    long bad = 0;
+    for (long v = 1; v <= total; v++)
+        bad += c.seen[v] != 1;
+    CHECK(bad == 0);
+    CHECK(!c.ch.close()); // already closed
+    CHECK_THROWS(c.ch.try_send(1), FAIO_ECLOSED);
+}
+
+// ---- sleep ordering ----
+
+std::vector<int> wake_order;
+faio::mutex *order_mu;
+
+faio::task<> sleeper(int ms)
+{
+    auto start = std::chrono::steady_clock::now();
+    co_await faio::sleep(std::chrono::milliseconds(ms));
+    CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(ms));
+    auto g = co_await faio::lock(*order_mu);
+    wake_order.push_back(ms);
+}
+
+faio::task<> sleepers()
+{
+    for (int ms = 125; ms > 0; ms -= 25)
+        faio::spawn(sleeper(ms));
+    co_return;
+}
+
+void test_sleep(faio::runtime &rt)
+{
+    faio::mutex mu(rt);
+    order_mu = &mu;
+    wake_order.clear();
+    faio::block_on(rt, sleepers());
+    CHECK((wake_order == std::vector<int>{25, 50, 75, 100, 125}));
+}
+
+// ---- file read ----
+
+faio::task<std::vector<unsigned char>> read_all(int fd, std::size_t size)
+{
+    std::vector<unsigned char> buf(size + 100);
+    std::size_t got = 0;
+    for (;;) {
+        auto chunk = std::span(buf).subspan(got, std::min<std::size_t>(65536, buf.size() - got));
+        std::size_t n = co_await faio::read(fd, chunk, static_cast<std::int64_t>(got));
+        if (n == 0)
+            break;
+        got += n;
+    }
+    buf.resize(got);
+    co_return buf;
+}
+
+void test_file(faio::runtime &rt)
+{
+    std::string path = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + std::string("/faio-cpp-XXXXXX");
+    int fd = mkstemp(path.data());
+    CHECK(fd >= 0);
+    std::vector<unsigned char> want((1 << 20) + 77);
+    for (std::size_t i = 0; i < want.size(); i++)
+        want[i] = static_cast<unsigned char>(i * 13 + i / 11);
+    CHECK(pwrite(fd, want.data(), want.size(), 0) == static_cast<ssize_t>(want.size()));
+    CHECK(faio::block_on(rt, read_all(fd, want.size())) == want);
+    // A bad descriptor throws the negated errno.
+    CHECK_THROWS(faio::block_on(rt, read_all(-1, 10)), -EBADF);
+    unlink(path.c_str());
+    ::close(fd);
+}
+
+// ---- loopback echo through accept/connect/send/recv/close ----
+
+faio::task<> echo_once(int listen_fd)
+{
+    int fd = static_cast<int>(co_await faio::accept(listen_fd));
+    char buf[64];
+    std::size_t n = co_await faio::recv(fd, buf);
+    co_await faio::send(fd, std::span(buf, n));
+    co_await faio::close(fd);
+}
+
+faio::task<std::string> ask(sockaddr_in addr, std::string msg)
+{
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    co_await faio::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
+    co_await faio::send(fd, msg);
+    std::string reply(msg.size(), '\0');
+    std::size_t n = co_await faio::recv(fd, reply, faio::msg_flags(MSG_WAITALL));
+    reply.resize(n);
+    co_await faio::close(fd);
+    co_return reply;
+}
+
+faio::task<std::string> echo_root(int listen_fd, sockaddr_in addr)
+{
+    faio::spawn(echo_once(listen_fd));
+    co_return co_await ask(addr, "ping over faio");
+}
+
+void test_tcp(faio::runtime &rt)
+{
+    int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    CHECK(::bind(lfd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0);
+    CHECK(::listen(lfd, 4) == 0);
+    CHECK(::getsockname(lfd, reinterpret_cast<sockaddr *>(&addr), &len) == 0);
+    CHECK(faio::block_on(rt, echo_root(lfd, addr)) == "ping over faio");
+    ::close(lfd);
+}
+
+// ---- errors ----
+
+faio::task<> blocking_inside(faio::mutex &mu, faio::channel<int> &ch)
+{
+    CHECK_THROWS(mu.lock_blocking(), FAIO_EWOULDBLOCK_WORKER);
+    CHECK_THROWS(ch.recv_blocking(), FAIO_EWOULDBLOCK_WORKER);
+    CHECK_THROWS(ch.send_blocking(1), FAIO_EWOULDBLOCK_WORKER);
+    co_return;
+}
+
+// tracker counts live instances; a coroutine's parameters live in its frame.
+struct tracker {
+    int *live;
+    explicit tracker(int *l) : live(l) { ++*live; }
+    tracker(tracker &&o) noexcept : live(std::exchange(o.live, nullptr)) {}
+    ~tracker()
+    {
+        if (live)
+            --*live;
+    }
+};
+
+faio::task<int> never_started(tracker t)
+{
+    co_return *t.live;
+}
+
+void test_errors(faio::runtime &rt)
+{
+    faio::mutex mu(rt);
+    faio::channel<int> ch(rt, 1);
+    faio::block_on(rt, blocking_inside(mu, ch));
+    CHECK_THROWS(faio::current(), FAIO_ENOTWORKER);
+
+    // A refused block_on destroys the task it was given.
+    int live = 0;
+    CHECK_THROWS(faio::block_on(faio_runtime{}, never_started(tracker(&live))), FAIO_EBADHANDLE);
+    CHECK(live == 0);
+    CHECK_THROWS(faio::mutex(faio_runtime{}), FAIO_EBADHANDLE);
+    CHECK_THROWS(faio::runtime(-1), FAIO_EINVAL);
+
+    // Closed channel: send reports false, recv nullopt after draining.
+    CHECK(ch.try_send(5));
+    CHECK(!ch.try_send(6)); // full
+    CHECK(ch.close());
+    CHECK_THROWS(ch.try_send(7), FAIO_ECLOSED);
+    CHECK(!ch.send_blocking(7));
+    CHECK(ch.recv_blocking() == 5);
+    CHECK(!ch.recv_blocking());
+
+    // After the runtime is freed, its mutex refuses asynchronous locks.
+    faio::runtime doomed(1);
+    faio::mutex orphan(doomed);
+    doomed.close();
+    CHECK(orphan.try_lock());
+    orphan.unlock();
+    CHECK_THROWS(faio::block_on(doomed, spawn_many(1)), FAIO_EBADHANDLE);
+}
+
+faio::task<> lock_on_orphan(faio::mutex &m)
+{
+    auto g = co_await faio::lock(m); // the mutex's runtime is gone
+}
+
+void test_shutdown_errors(faio::runtime &rt)
+{
+    faio::runtime doomed(1);
+    faio::mutex orphan(doomed);
+    doomed.close();
+    // Held, so the lock cannot be taken at once and must be requested.
+    CHECK(orphan.try_lock());
+    CHECK_THROWS(faio::block_on(rt, lock_on_orphan(orphan)), FAIO_ESHUTDOWN);
+    orphan.unlock();
+}
+
+// ---- two runtimes ----
+
+std::atomic<long> counts[2];
+
+faio::task<> count_on(int i, faio_runtime want)
+{
+    CHECK(faio::current().h == want.h);
+    counts[i]++;
+    co_return;
+}
+
+faio::task<> spawn_on(int i, int n)
+{
+    faio_runtime me = faio::current();
+    for (int k = 0; k < n; k++)
+        faio::spawn(count_on(i, me));
+    co_return;
+}
+
+void test_two_runtimes()
+{
+    faio::runtime a(2), b(1);
+    counts[0] = counts[1] = 0;
+    std::thread ta([&] { faio::block_on(a, spawn_on(0, 20000)); });
+    std::thread tb([&] { faio::block_on(b, spawn_on(1, 20000)); });
+    ta.join();
+    tb.join();
+    CHECK(counts[0] == 20000 && counts[1] == 20000);
+    CHECK(a.stats().workers == 2 && b.stats().workers == 1);
+}
+
+} // namespace
+
+int main()
+{
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    faio::runtime rt;
+    run_test("c++: spawn 100,000 tasks in block_on", [&] { test_spawn(rt); });
+    run_test("c++: task values and exceptions", [&] { test_task_values(rt); });
+    run_test("c++: mutex exclusion, 1,000 tasks x 100 and 2 host threads", [&] { test_mutex(rt); });
+    run_test("c++: channel conservation 4x4, capacity 16", [&] { test_channel(rt, 16); });
+    run_test("c++: channel conservation 4x4, rendezvous", [&] { test_channel(rt, 0); });
+    run_test("c++: sleeps wake in order", [&] { test_sleep(rt); });
+    run_test("c++: faio::read of a file equals the file", [&] { test_file(rt); });
+    run_test("c++: loopback echo", [&] { test_tcp(rt); });
+    run_test("c++: errors as faio::error", [&] { test_errors(rt); });
+    run_test("c++: lock on a mutex of a freed runtime", [&] { test_shutdown_errors(rt); });
+    run_test("c++: two runtimes", test_two_runtimes);
+    std::printf("c++: %d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}

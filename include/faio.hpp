@@ -1,0 +1,809 @@
+// faio.hpp - C++20 coroutines over faio.h (header-only).
+//
+//     faio::runtime rt;                                  // faio_runtime_new
+//     faio::mutex mu(rt);
+//     faio::channel<int> ch(rt, 16);
+//
+//     faio::task<int> consumer(faio::channel<int> &ch) {
+//         int sum = 0;
+//         while (auto v = co_await ch.recv()) sum += *v;  // nullopt: closed
+//         co_return sum;
+//     }
+//     faio::task<> producer(faio::channel<int> &ch, faio::mutex &mu) {
+//         for (int i = 0; i < 100; i++) co_await ch.send(i);
+//         auto guard = co_await faio::lock(mu);          // unlocks at scope end
+//         co_await faio::sleep(std::chrono::milliseconds(10));
+//         ch.close();
+//     }
+//     faio::task<int> main_task(faio::channel<int> &ch, faio::mutex &mu) {
+//         faio::spawn(producer(ch, mu));                 // runs concurrently
+//         co_return co_await consumer(ch);
+//     }
+//     int sum = faio::block_on(rt, main_task(ch, mu));  // waits for everything
+//
+// How it maps onto the C ABI: a coroutine only ever runs inside a faio
+// callback, on a worker. Each awaitable starts an asynchronous faio call
+// whose callback resumes the coroutine; faio starts that call when the
+// current callback returns (see "THREADS AND CALLBACKS" in faio.h), so a
+// coroutine is never resumed before it has finished suspending, and
+// faio::block_on waits for every coroutine spawned under it. Operations that
+// can complete at once (a free lock, a ready channel) complete without
+// suspending, but after 64 such completions in a row on one worker the next
+// one takes the asynchronous path, which lets the worker run other tasks.
+//
+// Errors: FAIO_E* codes and negated errnos are thrown as faio::error, except
+// a closed channel, which send reports as false and recv as std::nullopt.
+// An exception leaving a task propagates to whoever co_awaits it, or out of
+// faio::block_on; one leaving a task started by faio::spawn calls
+// std::terminate, as one leaving a std::thread does.
+//
+// Requirements: C++20 (coroutines, <span>); link with -lfaio.
+#ifndef FAIO_HPP
+#define FAIO_HPP
+
+#include "faio.h"
+
+#include <array>
+#include <bit>
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+namespace faio {
+
+// error carries a FAIO_E* code or a negated errno; what() is faio_strerror.
+class error : public std::runtime_error {
+public:
+    explicit error(int code) : std::runtime_error(faio_strerror(code)), code_(code) {}
+    int code() const noexcept { return code_; }
+
+private:
+    int code_;
+};
+
+namespace detail {
+
+inline void check(int rc)
+{
+    if (rc != 0)
+        throw error(rc);
+}
+
+// Consecutive operations completed without suspending on this thread.
+inline thread_local unsigned fast_streak = 0;
+inline constexpr unsigned fast_limit = 64;
+
+// fast_path reports whether an awaitable may complete without suspending.
+inline bool fast_path() noexcept
+{
+    if (++fast_streak <= fast_limit)
+        return true;
+    fast_streak = 0;
+    return false;
+}
+
+// contiguous_buffer: anything std::span can view (arrays, std::array,
+// std::vector, std::string, std::span), but not a bare pointer.
+template <class B> concept contiguous_buffer = requires(B &b) { std::span(b); };
+
+inline void resume_task(void *arg)
+{
+    fast_streak = 0;
+    std::coroutine_handle<>::from_address(arg).resume();
+}
+
+} // namespace detail
+
+// runtime owns a faio_runtime: freed (shut down, waiting for everything
+// still running) by the destructor. It converts to faio_runtime.
+class runtime {
+public:
+    runtime() : runtime(faio_config{}) {}
+    explicit runtime(const faio_config &cfg) { detail::check(faio_runtime_new(&cfg, &h_)); }
+    explicit runtime(int workers) : runtime(config_with(workers)) {}
+    ~runtime() { reset(); }
+    runtime(runtime &&o) noexcept : h_(std::exchange(o.h_, faio_runtime{})) {}
+    runtime &operator=(runtime &&o) noexcept
+    {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, faio_runtime{});
+        }
+        return *this;
+    }
+    runtime(const runtime &) = delete;
+    runtime &operator=(const runtime &) = delete;
+
+    faio_runtime get() const noexcept { return h_; }
+    operator faio_runtime() const noexcept { return h_; }
+
+    faio_runtime_stats stats() const
+    {
+        faio_runtime_stats st;
+        detail::check(faio_stats(h_, &st));
+        return st;
+    }
+
+    // close frees the runtime now, reporting errors the destructor ignores.
+    void close() { detail::check(faio_runtime_free(std::exchange(h_, faio_runtime{}))); }
+
+private:
+    static faio_config config_with(int workers)
+    {
+        faio_config cfg{};
+        cfg.workers = workers;
+        return cfg;
+    }
+    void reset() noexcept
+    {
+        if (h_.h != 0)
+            faio_runtime_free(std::exchange(h_, faio_runtime{}));
+    }
+
+    faio_runtime h_{};
+};
+
+// current returns the runtime running the calling coroutine.
+inline faio_runtime current()
+{
+    faio_runtime rt;
+    detail::check(faio_current(&rt));
+    return rt;
+}
+
+// ---------------------------------------------------------------------------
+// task<T>: a lazy coroutine; co_await starts it and resumes the awaiter when
+// it finishes (symmetric transfer, so chains of awaits use no stack).
+
+template <class T = void> class task;
+
+namespace detail {
+
+template <class T> class result_store {
+public:
+    template <class U> void return_value(U &&v) { value_.emplace(std::forward<U>(v)); }
+    void unhandled_exception() noexcept { ex_ = std::current_exception(); }
+    T take()
+    {
+        if (ex_)
+            std::rethrow_exception(ex_);
+        return std::move(*value_);
+    }
+
+private:
+    std::optional<T> value_;
+    std::exception_ptr ex_;
+};
+
+template <> class result_store<void> {
+public:
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { ex_ = std::current_exception(); }
+    void take()
+    {
+        if (ex_)
+            std::rethrow_exception(ex_);
+    }
+
+private:
+    std::exception_ptr ex_;
+};
+
+} // namespace detail
+
+template <class T> class [[nodiscard]] task {
+public:
+    struct promise_type : detail::result_store<T> {
+        std::coroutine_handle<> continuation = std::noop_coroutine();
+
+        task get_return_object() noexcept { return task(handle::from_promise(*this)); }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        auto final_suspend() noexcept
+        {
+            struct final_awaiter {
+                bool await_ready() noexcept { return false; }
+                std::coroutine_handle<> await_suspend(handle h) noexcept
+                {
+                    return h.promise().continuation;
+                }
+                void await_resume() noexcept {}
+            };
+            return final_awaiter{};
+        }
+    };
+    using handle = std::coroutine_handle<promise_type>;
+
+    task(task &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+    task &operator=(task &&o) noexcept
+    {
+        if (this != &o) {
+            if (h_)
+                h_.destroy();
+            h_ = std::exchange(o.h_, nullptr);
+        }
+        return *this;
+    }
+    task(const task &) = delete;
+    task &operator=(const task &) = delete;
+    ~task()
+    {
+        if (h_)
+            h_.destroy();
+    }
+
+    auto operator co_await() && noexcept
+    {
+        struct awaiter {
+            handle h;
+            bool await_ready() noexcept { return false; }
+            std::coroutine_handle<> await_suspend(std::coroutine_handle<> c) noexcept
+            {
+                h.promise().continuation = c;
+                return h;
+            }
+            T await_resume() { return h.promise().take(); }
+        };
+        return awaiter{h_};
+    }
+
+private:
+    explicit task(handle h) noexcept : h_(h) {}
+    handle h_;
+};
+
+namespace detail {
+
+// A coroutine that owns itself: it starts when a faio callback resumes it
+// and frees its frame when it ends.
+struct detached {
+    struct promise_type {
+        detached get_return_object() noexcept
+        {
+            return {std::coroutine_handle<promise_type>::from_promise(*this)};
+        }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+    std::coroutine_handle<promise_type> h;
+};
+
+inline detached run_spawned(task<void> t) { co_await std::move(t); }
+
+template <class T> struct root_state {
+    bool started = false;
+    bool finished = false;
+    result_store<T> result;
+};
+
+template <class T> detached run_root(task<T> t, root_state<T> *st)
+{
+    st->started = true;
+    try {
+        if constexpr (std::is_void_v<T>) {
+            co_await std::move(t);
+            st->result.return_void();
+        } else {
+            st->result.return_value(co_await std::move(t));
+        }
+    } catch (...) {
+        st->result.unhandled_exception();
+    }
+    st->finished = true;
+}
+
+} // namespace detail
+
+// spawn starts t as a new faio task on rt (inside a coroutine of rt: a child
+// that faio::block_on waits for). Throws faio::error if faio refuses.
+inline void spawn(faio_runtime rt, task<void> t)
+{
+    detail::detached d = detail::run_spawned(std::move(t));
+    int rc = faio_spawn(rt, &detail::resume_task, d.h.address());
+    if (rc != 0) {
+        d.h.destroy();
+        throw error(rc);
+    }
+}
+
+// spawn starts t on the runtime of the calling coroutine.
+inline void spawn(task<void> t) { spawn(current(), std::move(t)); }
+
+// block_on runs t on rt and blocks the calling host thread until t and
+// everything it spawned have finished; returns t's result or rethrows its
+// exception. Throws faio::error if faio could not run it (for example
+// FAIO_EWOULDBLOCK_WORKER inside a coroutine).
+template <class T> T block_on(faio_runtime rt, task<T> t)
+{
+    detail::root_state<T> st;
+    detail::detached d = detail::run_root(std::move(t), &st);
+    int rc = faio_block_on(rt, &detail::resume_task, d.h.address());
+    if (!st.started) {
+        d.h.destroy();
+        throw error(rc);
+    }
+    if (!st.finished)
+        throw error(rc != 0 ? rc : FAIO_EINTERNAL);
+    return st.result.take();
+}
+
+// ---------------------------------------------------------------------------
+// Awaitables completed by a faio callback.
+
+namespace detail {
+
+// status_awaiter suspends, starts an operation with a faio_done_fn that
+// resumes it, and throws the status if it is not 0.
+template <class Start> class status_awaiter {
+public:
+    explicit status_awaiter(Start start) : start_(std::move(start)) {}
+    bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<> h)
+    {
+        h_ = h;
+        int rc = start_(&on_done, this);
+        if (rc != 0) {
+            status_ = rc; // refused: the callback will not run
+            return false;
+        }
+        return true; // from here the callback owns *this
+    }
+    void await_resume() const
+    {
+        if (status_ != 0)
+            throw error(status_);
+    }
+
+private:
+    static void on_done(void *arg, int status)
+    {
+        auto *a = static_cast<status_awaiter *>(arg);
+        a->status_ = status;
+        fast_streak = 0;
+        a->h_.resume();
+    }
+
+    Start start_;
+    std::coroutine_handle<> h_;
+    int status_ = 0;
+};
+
+// io_awaiter is status_awaiter for a faio_io_fn: it returns the result.
+template <class Start> class io_awaiter {
+public:
+    explicit io_awaiter(Start start) : start_(std::move(start)) {}
+    bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<> h)
+    {
+        h_ = h;
+        int rc = start_(&on_io, this);
+        if (rc != 0) {
+            result_ = rc;
+            return false;
+        }
+        return true;
+    }
+    std::size_t await_resume() const
+    {
+        if (result_ < 0)
+            throw error(static_cast<int>(result_));
+        return static_cast<std::size_t>(result_);
+    }
+
+private:
+    static void on_io(void *arg, std::int64_t result)
+    {
+        auto *a = static_cast<io_awaiter *>(arg);
+        a->result_ = result;
+        fast_streak = 0;
+        a->h_.resume();
+    }
+
+    Start start_;
+    std::coroutine_handle<> h_;
+    std::int64_t result_ = 0;
+};
+
+template <class Start> status_awaiter<Start> make_status(Start s) { return status_awaiter<Start>(std::move(s)); }
+template <class Start> io_awaiter<Start> make_io(Start s) { return io_awaiter<Start>(std::move(s)); }
+
+} // namespace detail
+
+// sleep suspends the calling coroutine for at least d on rt's timer wheel.
+template <class Rep, class Period>
+auto sleep(faio_runtime rt, std::chrono::duration<Rep, Period> d)
+{
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+    std::uint64_t n = ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+    return detail::make_status([rt, n](faio_done_fn cb, void *arg) { return faio_sleep(rt, n, cb, arg); });
+}
+
+// sleep on the runtime of the calling coroutine.
+template <class Rep, class Period> auto sleep(std::chrono::duration<Rep, Period> d)
+{
+    return sleep(current(), d);
+}
+
+// yield continues the calling coroutine in a new task of its runtime,
+// queued behind the tasks already waiting, so they get to run first.
+inline auto yield()
+{
+    struct awaiter {
+        int rc = 0;
+        bool await_ready() const noexcept { return false; }
+        bool await_suspend(std::coroutine_handle<> h)
+        {
+            faio_runtime rt{};
+            rc = faio_current(&rt);
+            if (rc == 0)
+                rc = faio_spawn(rt, &detail::resume_task, h.address());
+            return rc == 0;
+        }
+        void await_resume() const { detail::check(rc); }
+    };
+    return awaiter{};
+}
+
+// ---------------------------------------------------------------------------
+// Mutex
+
+// mutex owns a faio_mutex of a runtime (freed by the destructor, which must
+// run while it is unlocked).
+class mutex {
+public:
+    explicit mutex(faio_runtime rt) { detail::check(faio_mutex_new(rt, &m_)); }
+    ~mutex()
+    {
+        if (m_.h != 0)
+            faio_mutex_free(m_);
+    }
+    mutex(const mutex &) = delete;
+    mutex &operator=(const mutex &) = delete;
+
+    faio_mutex get() const noexcept { return m_; }
+    bool try_lock() noexcept { return faio_mutex_try_lock(m_) == 0; }
+    void unlock() { detail::check(faio_mutex_unlock(m_)); }
+    // lock_blocking is for host threads; inside a coroutine it throws
+    // FAIO_EWOULDBLOCK_WORKER.
+    void lock_blocking() { detail::check(faio_mutex_lock_blocking(m_)); }
+
+private:
+    faio_mutex m_{};
+};
+
+// lock_guard holds a locked faio_mutex and unlocks it when destroyed.
+class [[nodiscard]] lock_guard {
+public:
+    explicit lock_guard(faio_mutex m) noexcept : m_(m) {}
+    lock_guard(lock_guard &&o) noexcept : m_(std::exchange(o.m_, faio_mutex{})) {}
+    lock_guard &operator=(lock_guard &&o) noexcept
+    {
+        if (this != &o) {
+            unlock();
+            m_ = std::exchange(o.m_, faio_mutex{});
+        }
+        return *this;
+    }
+    lock_guard(const lock_guard &) = delete;
+    lock_guard &operator=(const lock_guard &) = delete;
+    ~lock_guard() { unlock(); }
+
+    bool owns_lock() const noexcept { return m_.h != 0; }
+    void unlock() noexcept
+    {
+        if (m_.h != 0)
+            faio_mutex_unlock(std::exchange(m_, faio_mutex{}));
+    }
+
+private:
+    faio_mutex m_;
+};
+
+// lock waits for m and returns a guard holding it: auto g = co_await lock(m).
+inline auto lock(faio_mutex m)
+{
+    struct awaiter {
+        faio_mutex m;
+        std::coroutine_handle<> h{};
+        int status = 0;
+
+        bool await_ready() noexcept
+        {
+            return detail::fast_path() && faio_mutex_try_lock(m) == 0;
+        }
+        bool await_suspend(std::coroutine_handle<> c)
+        {
+            h = c;
+            int rc = faio_mutex_lock(m, &on_locked, this);
+            if (rc != 0) {
+                status = rc;
+                return false;
+            }
+            return true;
+        }
+        lock_guard await_resume() const
+        {
+            detail::check(status);
+            return lock_guard(m);
+        }
+        static void on_locked(void *arg, int st)
+        {
+            auto *a = static_cast<awaiter *>(arg);
+            a->status = st;
+            detail::fast_streak = 0;
+            a->h.resume();
+        }
+    };
+    return awaiter{m};
+}
+
+inline auto lock(mutex &m) { return lock(m.get()); }
+
+// ---------------------------------------------------------------------------
+// Channel
+
+// channel<T> owns a faio_chan carrying values of a trivially copyable T no
+// larger than a pointer (int, enums, pointers, small structs).
+template <class T> class channel {
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(void *),
+                  "faio::channel carries pointer-sized, trivially copyable values");
+
+public:
+    channel(faio_runtime rt, std::size_t capacity) { detail::check(faio_chan_new(rt, capacity, &ch_)); }
+    ~channel()
+    {
+        if (ch_.h != 0)
+            faio_chan_free(ch_);
+    }
+    channel(const channel &) = delete;
+    channel &operator=(const channel &) = delete;
+
+    faio_chan get() const noexcept { return ch_; }
+
+    // send delivers v: co_await returns true once it is taken or buffered,
+    // false if the channel is closed (v was not delivered).
+    auto send(T v)
+    {
+        struct awaiter {
+            faio_chan ch;
+            void *item;
+            std::coroutine_handle<> h{};
+            int status = 0;
+
+            bool await_ready() noexcept
+            {
+                if (!detail::fast_path())
+                    return false;
+                status = faio_chan_try_send(ch, item);
+                return status != FAIO_EAGAIN;
+            }
+            bool await_suspend(std::coroutine_handle<> c)
+            {
+                h = c;
+                int rc = faio_chan_send(ch, item, &on_sent, this);
+                if (rc != 0) {
+                    status = rc;
+                    return false;
+                }
+                return true;
+            }
+            bool await_resume() const
+            {
+                if (status == FAIO_ECLOSED)
+                    return false;
+                detail::check(status);
+                return true;
+            }
+            static void on_sent(void *arg, int st)
+            {
+                auto *a = static_cast<awaiter *>(arg);
+                a->status = st;
+                detail::fast_streak = 0;
+                a->h.resume();
+            }
+        };
+        return awaiter{ch_, encode(v)};
+    }
+
+    // recv takes the oldest value: co_await returns it, or std::nullopt
+    // once the channel is closed and drained.
+    auto recv()
+    {
+        struct awaiter {
+            faio_chan ch;
+            void *item = nullptr;
+            std::coroutine_handle<> h{};
+            int status = 0;
+
+            bool await_ready() noexcept
+            {
+                if (!detail::fast_path())
+                    return false;
+                status = faio_chan_try_recv(ch, &item);
+                return status != FAIO_EAGAIN;
+            }
+            bool await_suspend(std::coroutine_handle<> c)
+            {
+                h = c;
+                int rc = faio_chan_recv(ch, &on_received, this);
+                if (rc != 0) {
+                    status = rc;
+                    return false;
+                }
+                return true;
+            }
+            std::optional<T> await_resume() const
+            {
+                if (status == FAIO_ECLOSED)
+                    return std::nullopt;
+                detail::check(status);
+                return decode(item);
+            }
+            static void on_received(void *arg, void *it, int st)
+            {
+                auto *a = static_cast<awaiter *>(arg);
+                a->item = it;
+                a->status = st;
+                detail::fast_streak = 0;
+                a->h.resume();
+            }
+        };
+        return awaiter{ch_};
+    }
+
+    // try_send and try_recv never wait; they report "would wait" as false
+    // and nullopt, a closed channel as faio::error(FAIO_ECLOSED).
+    bool try_send(T v)
+    {
+        int rc = faio_chan_try_send(ch_, encode(v));
+        if (rc == FAIO_EAGAIN)
+            return false;
+        detail::check(rc);
+        return true;
+    }
+    std::optional<T> try_recv()
+    {
+        void *item = nullptr;
+        int rc = faio_chan_try_recv(ch_, &item);
+        if (rc == FAIO_EAGAIN)
+            return std::nullopt;
+        detail::check(rc);
+        return decode(item);
+    }
+
+    // The blocking variants are for host threads (inside a coroutine they
+    // throw FAIO_EWOULDBLOCK_WORKER): false / nullopt when closed.
+    bool send_blocking(T v)
+    {
+        int rc = faio_chan_send_blocking(ch_, encode(v));
+        if (rc == FAIO_ECLOSED)
+            return false;
+        detail::check(rc);
+        return true;
+    }
+    std::optional<T> recv_blocking()
+    {
+        void *item = nullptr;
+        int rc = faio_chan_recv_blocking(ch_, &item);
+        if (rc == FAIO_ECLOSED)
+            return std::nullopt;
+        detail::check(rc);
+        return decode(item);
+    }
+
+    // close ends the sending side; false if it was already closed.
+    bool close()
+    {
+        int rc = faio_chan_close(ch_);
+        if (rc == FAIO_ECLOSED)
+            return false;
+        detail::check(rc);
+        return true;
+    }
+
+private:
+    static void *encode(T v) noexcept
+    {
+        std::uintptr_t u = 0;
+        std::memcpy(&u, &v, sizeof v);
+        return reinterpret_cast<void *>(u);
+    }
+    static T decode(void *p) noexcept
+    {
+        auto u = reinterpret_cast<std::uintptr_t>(p);
+        std::array<unsigned char, sizeof(T)> bytes;
+        std::memcpy(bytes.data(), &u, sizeof(T));
+        return std::bit_cast<T>(bytes);
+    }
+
+    faio_chan ch_{};
+};
+
+// ---------------------------------------------------------------------------
+// I/O on the runtime of the calling coroutine. Buffers are anything
+// std::span can view (arrays, std::array, std::vector, std::string,
+// std::span(ptr, len) for raw memory); they must outlive the co_await, which
+// they do when they live in the coroutine frame. Results are byte counts or
+// descriptors; errors throw faio::error with the negated errno.
+
+// msg_flags are the MSG_* flags of recv and send, typed so that a length
+// passed by mistake where flags go does not compile.
+struct msg_flags {
+    constexpr msg_flags() noexcept = default;
+    explicit constexpr msg_flags(int v) noexcept : value(v) {}
+    int value = 0;
+};
+
+// read reads into buf at offset (-1: at the file position); 0 at end of file.
+template <detail::contiguous_buffer Buffer> auto read(int fd, Buffer &buf, std::int64_t offset = -1)
+{
+    auto b = std::as_writable_bytes(std::span(buf));
+    faio_runtime rt = current();
+    return detail::make_io([=](faio_io_fn cb, void *arg) {
+        return faio_read(rt, fd, b.data(), b.size(), offset, cb, arg);
+    });
+}
+
+// write writes buf at offset (-1: at the file position); may be short.
+template <detail::contiguous_buffer Buffer> auto write(int fd, const Buffer &buf, std::int64_t offset = -1)
+{
+    auto b = std::as_bytes(std::span(buf));
+    faio_runtime rt = current();
+    return detail::make_io([=](faio_io_fn cb, void *arg) {
+        return faio_write(rt, fd, b.data(), b.size(), offset, cb, arg);
+    });
+}
+
+// accept returns the new connection's descriptor (the caller closes it).
+inline auto accept(int fd, int flags = SOCK_CLOEXEC)
+{
+    faio_runtime rt = current();
+    return detail::make_io([=](faio_io_fn cb, void *arg) { return faio_accept(rt, fd, flags, cb, arg); });
+}
+
+// connect connects socket fd to addr (copied before the co_await suspends).
+inline auto connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    faio_runtime rt = current();
+    return detail::make_status([=](faio_done_fn cb, void *arg) { return faio_connect(rt, fd, addr, len, cb, arg); });
+}
+
+// recv receives into buf; 0 when the peer has shut down its side.
+template <detail::contiguous_buffer Buffer> auto recv(int fd, Buffer &buf, msg_flags flags = msg_flags())
+{
+    auto b = std::as_writable_bytes(std::span(buf));
+    faio_runtime rt = current();
+    return detail::make_io([=](faio_io_fn cb, void *arg) {
+        return faio_recv(rt, fd, b.data(), b.size(), flags.value, cb, arg);
+    });
+}
+
+// send sends buf; may be short.
+template <detail::contiguous_buffer Buffer> auto send(int fd, const Buffer &buf, msg_flags flags = msg_flags())
+{
+    auto b = std::as_bytes(std::span(buf));
+    faio_runtime rt = current();
+    return detail::make_io([=](faio_io_fn cb, void *arg) {
+        return faio_send(rt, fd, b.data(), b.size(), flags.value, cb, arg);
+    });
+}
+
+// close closes fd.
+inline auto close(int fd)
+{
+    faio_runtime rt = current();
+    return detail::make_status([=](faio_done_fn cb, void *arg) { return faio_close(rt, fd, cb, arg); });
+}
+
+} // namespace faio
+
+#endif // FAIO_HPP
