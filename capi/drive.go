@@ -33,9 +33,16 @@ type started struct {
 // callbacks, each starting the next operation, runs in one task). Jobs that
 // cannot be spawned because the runtime is closing run here too, so that
 // their callbacks are still invoked.
+//
+// Each job run here after the first charges the task's cooperative budget:
+// a callback chain that never waits (each callback spawning the next task,
+// say) would otherwise keep the worker from its other tasks for good.
 func drive(ctx context.Context, s *rtState, j job) {
 	var backlog []job
-	for j != nil {
+	for first := true; j != nil; first = false {
+		if !first {
+			_ = runtime.Consume(ctx) // ctx.Err() is each job's own business
+		}
 		st := j.run(ctx, s)
 		j = nil
 		if st.first != nil {

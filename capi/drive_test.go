@@ -245,3 +245,32 @@ func TestNewRuntimeBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// A callback chain that never waits still lets the other tasks of its
+// worker run: each inline job charges the cooperative budget.
+func TestInlineChainYields(t *testing.T) {
+	h, _ := newTestRuntime(t, 1)
+	const limit = 100000
+	var steps, stepsAtFlag atomic.Int64
+	stepsAtFlag.Store(-1)
+	var chain func() job
+	chain = func() job {
+		return &goJob{callback: func(s *rtState, token uint64, _ int32) {
+			if steps.Add(1) < limit && stepsAtFlag.Load() < 0 {
+				s.start(token, chain())
+			}
+		}}
+	}
+	root := &goJob{callback: func(s *rtState, token uint64, _ int32) {
+		// The first is spawned as a child, the last (the chain) runs
+		// inline in this task.
+		s.start(token, &goJob{callback: func(*rtState, uint64, int32) { stepsAtFlag.Store(steps.Load()) }})
+		s.start(token, chain())
+	}}
+	if rc := blockOn(h, root, 0); rc != codeOK {
+		t.Fatalf("blockOn: %d", rc)
+	}
+	if n := stepsAtFlag.Load(); n < 0 || n >= limit {
+		t.Errorf("the other task ran after %d chain steps; want it to run while the chain goes on", n)
+	}
+}
