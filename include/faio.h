@@ -21,8 +21,10 @@
  * or leaves dangling threads). Several faio runtimes (faio_runtime_new) may
  * live in one process; they share that Go runtime. After fork() only the
  * parent may call faio; the child must exec or _exit. The Go runtime installs
- * signal handlers (it preempts its own threads with SIGURG, installed with
- * SA_RESTART); a host that installs its own handlers must use SA_ONSTACK.
+ * handlers for SIGURG (with which it preempts its own threads), SIGPIPE and
+ * the synchronous signals, forwarding what is not its own to handlers the
+ * host installed before loading it; handlers the host installs must use
+ * SA_ONSTACK.
  *
  * THREADS AND CALLBACKS
  *

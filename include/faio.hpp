@@ -103,7 +103,9 @@ inline void resume_task(void *arg)
 } // namespace detail
 
 // runtime owns a faio_runtime: freed (shut down, waiting for everything
-// still running) by the destructor. It converts to faio_runtime.
+// still running) by the destructor, which must therefore run on a host
+// thread, not inside a coroutine (there faio refuses the free and the
+// runtime would leak). It converts to faio_runtime.
 class runtime {
 public:
     runtime() : runtime(faio_config{}) {}
@@ -303,8 +305,10 @@ template <class T> detached run_root(task<T> t, root_state<T> *st)
 
 } // namespace detail
 
-// spawn starts t as a new faio task on rt (inside a coroutine of rt: a child
-// that faio::block_on waits for). Throws faio::error if faio refuses.
+// spawn starts t as a new faio task on rt. Inside a coroutine of rt the
+// task is a child that faio::block_on waits for; from a host thread it is
+// independent (the runtime's destructor waits for it). Throws faio::error
+// if faio refuses.
 inline void spawn(faio_runtime rt, task<void> t)
 {
     detail::detached d = detail::run_spawned(std::move(t));
