@@ -12,8 +12,9 @@ import (
 )
 
 // maxChannelCapacity bounds faio_chan_new: the buffer is allocated up
-// front, and a size_t from C can ask for anything.
-const maxChannelCapacity = 1 << 30
+// front (8 bytes an item), and a size_t from C can ask for anything; an
+// allocation the Go runtime cannot satisfy is fatal, not an error.
+const maxChannelCapacity = 1 << 24
 
 // chanObj is a faio_chan: both ends of a channel of pointer-sized items
 // (held as uintptr: items are opaque to Go and may be any integer) and the

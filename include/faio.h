@@ -293,9 +293,9 @@ int faio_mutex_lock_blocking(faio_mutex m);
  * ------------------------------------------------------------------- */
 
 /* Creates a channel buffering up to capacity items (0: each send waits for
- * a receiver) whose callbacks run on rt's workers. Returns FAIO_EINVAL for a
- * NULL out or a capacity above 2^30, FAIO_EBADHANDLE, FAIO_ESHUTDOWN,
- * FAIO_ENOMEM. */
+ * a receiver) whose callbacks run on rt's workers. The buffer is allocated
+ * now, 8 bytes an item. Returns FAIO_EINVAL for a NULL out or a capacity
+ * above 2^24, FAIO_EBADHANDLE, FAIO_ESHUTDOWN, FAIO_ENOMEM. */
 int faio_chan_new(faio_runtime rt, size_t capacity, faio_chan *out);
 
 /* Closes ch and frees its handle. Pending sends and receives complete with

@@ -137,7 +137,8 @@ static void test_bad_arguments(void)
     CHECK_RC(faio_mutex_new(rt, NULL), FAIO_EINVAL);
     CHECK_RC(faio_mutex_lock(m, NULL, NULL), FAIO_EINVAL);
     CHECK_RC(faio_chan_new(rt, 1, NULL), FAIO_EINVAL);
-    CHECK_RC(faio_chan_new(rt, ((size_t)1 << 30) + 1, &ch), FAIO_EINVAL);
+    CHECK_RC(faio_chan_new(rt, ((size_t)1 << 24) + 1, &ch), FAIO_EINVAL);
+    CHECK_RC(faio_chan_new(rt, SIZE_MAX, &ch), FAIO_EINVAL);
     CHECK_RC(faio_chan_send(ch, NULL, NULL, NULL), FAIO_EINVAL);
     CHECK_RC(faio_chan_recv(ch, NULL, NULL), FAIO_EINVAL);
     CHECK_RC(faio_chan_try_recv(ch, NULL), FAIO_EINVAL);
@@ -297,7 +298,7 @@ static void test_shutdown_cancels_pending(void)
     CHECK_RC(faio_mutex_lock_blocking(m), 0);
     CHECK_RC(faio_mutex_lock(m, pending_done, (void *)(intptr_t)0), 0);
     CHECK_RC(faio_chan_recv(ch, pending_recv, (void *)(intptr_t)1), 0);
-    CHECK_RC(faio_sleep(rt, 60ULL * 1000000000, pending_done, (void *)(intptr_t)2), 0);
+    CHECK_RC(faio_sleep(rt, UINT64_MAX, pending_done, (void *)(intptr_t)2), 0); /* forever */
     pthread_t t;
     pthread_create(&t, NULL, block_on_long_sleep, &ls);
     while (!atomic_load(&ls.started))
