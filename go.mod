@@ -5,7 +5,9 @@ go 1.26.0
 require github.com/magefile/mage v1.17.2
 
 require (
+	github.com/faio-go/faio/modules/channel v0.0.0
 	github.com/faio-go/faio/modules/runtime v0.0.0
+	github.com/faio-go/faio/modules/sync v0.0.0
 	github.com/faio-go/faio/modules/uring v0.0.0
 )
 

@@ -1,6 +1,8 @@
 // Command demo shows faio-go at work on this machine: a tree of tasks,
-// thousands of timers on the workers' wheels, and file reads through the
-// workers' io_uring rings, each checked and timed. It exits non-zero if a
+// thousands of timers on the workers' wheels, file reads and a file copy
+// through the workers' io_uring rings, a TCP echo server with hundreds of
+// client tasks, and a producer/consumer pipeline over a channel feeding a
+// mutex-guarded map; each step is checked and timed. It exits non-zero if a
 // check fails.
 package main
 
@@ -42,6 +44,9 @@ func run() error {
 		{"spawn", spawnTree},
 		{"timers", timers},
 		{"file", fileRead},
+		{"copy", fileCopy},
+		{"echo", echo},
+		{"channel", pipeline},
 	} {
 		msg, err := step.fn(rt)
 		if err != nil {

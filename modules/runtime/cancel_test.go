@@ -598,3 +598,27 @@ func TestTimeoutCancelsOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A task that passes a context other than its own (Background in a
+// deferred cleanup, say) still suspends instead of blocking its worker:
+// with one worker, a blocked worker would deadlock this test.
+func TestForeignContextStillSuspendsTheTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	within(t, 10*time.Second, "wait with a foreign context", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			var ev baton
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				return 0, ev.wait(context.Background())
+			})
+			if err := Sleep(ctx, time.Millisecond); err != nil {
+				return 0, err
+			}
+			ev.signal() // only runs if the waiter did not block the worker
+			_, err := h.Join(context.Background())
+			return 0, err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}

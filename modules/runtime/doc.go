@@ -74,8 +74,9 @@
 // to Config.OnStall and wakes another worker to steal the waiting tasks;
 // but the blocked worker itself is lost until the call returns. Use the
 // faio equivalents, or run blocking code in a goroutine and wait for it
-// with a faio primitive. Likewise a task passing a context that is not its
-// own (or derived from it) to a faio call blocks its worker.
+// with a faio primitive. (A faio call made by a task with a context that is
+// not its own, such as context.Background() in a deferred Close, still
+// suspends the task: the context only decides cancellation.)
 //
 // Tasks are cancelled, never killed: Close waits for every task to return.
 package runtime

@@ -282,10 +282,20 @@ func (rt *Runtime) Close() error {
 		if rt.watchdog != nil {
 			rt.watchdog.stop()
 		}
-		for _, w := range rt.workers {
-			for _, c := range w.coros {
-				c.stop()
+		// Stopping a coroutine switches to it, which Go refuses from a
+		// goroutine locked to its thread (a cgo export, LockOSThread):
+		// stop them from a fresh goroutine.
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for _, w := range rt.workers {
+				for _, c := range w.coros {
+					c.stop()
+				}
 			}
+		}()
+		<-stopped
+		for _, w := range rt.workers {
 			w.coros = nil
 			w.io.quiesce()
 			w.io.close()

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -321,4 +322,33 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// Close from a goroutine locked to its OS thread (as every cgo export is)
+// must not switch coroutines on it.
+func TestCloseFromLockedThread(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		rt, err := New(Config{Workers: 2})
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = BlockOn(rt, func(ctx context.Context) (int, error) {
+			for i := 0; i < 100; i++ {
+				Spawn(ctx, func(ctx context.Context) (int, error) { return 0, Sleep(ctx, time.Millisecond) })
+			}
+			return 0, nil
+		})
+		if err != nil {
+			done <- err
+			return
+		}
+		done <- rt.Close()
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -116,19 +116,20 @@ func Suspend(ctx context.Context, register func(Waker) bool) error {
 	return parkGoroutine(ctx, register)
 }
 
-// taskFor returns the task running on the calling goroutine when ctx is that
-// task's context or derives from it, or nil when the caller is a plain
-// goroutine (or a task passing a context that is not its own; it then blocks
-// like a goroutine, stalling its worker, which the watchdog reports).
+// taskFor returns the task the calling goroutine runs, or nil for a plain
+// goroutine. Usually ctx is that task's context or derives from it; but a
+// task may also pass another context (context.Background() in a deferred
+// Close, a context of another task): it is still the task that waits, with
+// ctx as the cancellation source, rather than a blocked worker.
 func taskFor(ctx context.Context) *Task {
-	if t, ok := ctx.(*Task); ok {
-		return t.running()
+	if t := Current(ctx).running(); t != nil {
+		return t
 	}
-	if ctx == nil {
-		return nil
+	if c, ok := coroutines.Load(getg()); ok {
+		// We are this coroutine, so its task field is ours to read.
+		return c.(*coro).task
 	}
-	t, _ := ctx.Value(taskKey{}).(*Task)
-	return t.running()
+	return nil
 }
 
 // suspend switches the task's coroutine back to its worker, which completes
