@@ -47,6 +47,7 @@ func run() error {
 		{"copy", fileCopy},
 		{"echo", echo},
 		{"channel", pipeline},
+		{"C, C++", cHosts},
 	} {
 		msg, err := step.fn(rt)
 		if err != nil {
