@@ -20,7 +20,7 @@ func TestCondSignalFIFO(t *testing.T) {
 	var order []int
 	var woken atomic.Int32
 	run(t, rt, func(ctx context.Context) error {
-		var wg gosync.WaitGroup
+		var gs goGroup
 		var hs []*runtime.JoinHandle[struct{}]
 		for i := range n {
 			wait := func(ctx context.Context) (struct{}, error) {
@@ -38,7 +38,7 @@ func TestCondSignalFIFO(t *testing.T) {
 			if i%2 == 0 {
 				hs = append(hs, runtime.Spawn(ctx, wait))
 			} else {
-				wg.Go(func() { _, _ = wait(context.Background()) })
+				gs.Go(func() error { _, err := wait(context.Background()); return err })
 			}
 			waitUntil(ctx, func() bool { return c.n.Load() == int32(i+1) })
 		}
@@ -51,8 +51,7 @@ func TestCondSignalFIFO(t *testing.T) {
 				return err
 			}
 		}
-		wg.Wait()
-		return nil
+		return gs.Wait(ctx)
 	})
 	for i, v := range order {
 		if v != i {
@@ -69,8 +68,7 @@ func TestCondBroadcast(t *testing.T) {
 	ready := false
 	passed := 0
 	run(t, rt, func(ctx context.Context) error {
-		var wg gosync.WaitGroup
-		errs := make(chan error, n)
+		var gs goGroup
 		waiter := func(ctx context.Context) error {
 			if err := mu.Lock(ctx); err != nil {
 				return err
@@ -86,7 +84,7 @@ func TestCondBroadcast(t *testing.T) {
 			return struct{}{}, spawnN(ctx, n/2, func(ctx context.Context, _ int) error { return waiter(ctx) })
 		})
 		for range n / 2 {
-			wg.Go(func() { errs <- waiter(context.Background()) })
+			gs.Go(func() error { return waiter(context.Background()) })
 		}
 		waitUntil(ctx, func() bool { return c.n.Load() == n })
 		if err := mu.Lock(ctx); err != nil {
@@ -95,12 +93,8 @@ func TestCondBroadcast(t *testing.T) {
 		ready = true
 		c.Broadcast()
 		mu.Unlock()
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				return err
-			}
+		if err := gs.Wait(ctx); err != nil {
+			return err
 		}
 		_, err := h.Join(ctx)
 		return err
@@ -133,10 +127,10 @@ func TestCondWaitCancelHoldsMutex(t *testing.T) {
 
 		for _, viaTask := range []bool{true, false} {
 			wctx, cancel := context.WithCancel(ctx)
-			result := make(chan error, 1)
+			var result Promise[error]
 			wait := func(ctx context.Context) {
 				if err := mu.Lock(ctx); err != nil {
-					result <- err
+					_ = result.Set(err)
 					return
 				}
 				err := c.Wait(ctx, &mu, never)
@@ -144,7 +138,7 @@ func TestCondWaitCancelHoldsMutex(t *testing.T) {
 					err = errors.New("mutex not held after a cancelled Wait")
 				}
 				mu.Unlock()
-				result <- err
+				_ = result.Set(err)
 			}
 			if viaTask {
 				runtime.Spawn(wctx, func(ctx context.Context) (struct{}, error) {
@@ -156,7 +150,7 @@ func TestCondWaitCancelHoldsMutex(t *testing.T) {
 			}
 			waitUntil(ctx, func() bool { return c.n.Load() == 1 })
 			cancel()
-			if err := <-result; !errors.Is(err, context.Canceled) {
+			if err, _ := result.Wait(ctx); !errors.Is(err, context.Canceled) {
 				return errors.Join(errors.New("cancelled Wait"), err)
 			}
 			if c.n.Load() != 0 || c.waiters.len != 0 {

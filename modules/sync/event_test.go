@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"errors"
-	gosync "sync"
 	"testing"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -54,22 +53,17 @@ func TestEventWaiters(t *testing.T) {
 			return errors.New("cancelled waiter still queued")
 		}
 
-		var wg gosync.WaitGroup
-		errs := make(chan error, n)
+		var gs goGroup
 		h := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, spawnN(ctx, n, func(ctx context.Context, _ int) error { return e.Wait(ctx) })
 		})
 		for range n {
-			wg.Go(func() { errs <- e.Wait(context.Background()) })
+			gs.Go(func() error { return e.Wait(context.Background()) })
 		}
 		waitUntil(ctx, func() bool { return e.queued() == 2*n })
 		e.Set()
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				return err
-			}
+		if err := gs.Wait(ctx); err != nil {
+			return err
 		}
 		_, err := h.Join(ctx)
 		return err
@@ -87,10 +81,9 @@ func TestEventStress(t *testing.T) {
 	run(t, rt, func(ctx context.Context) error {
 		for range rounds {
 			var e Event
-			var wg gosync.WaitGroup
-			errs := make(chan error, waiters)
+			var gs goGroup
 			for range waiters / 2 {
-				wg.Go(func() { errs <- e.Wait(context.Background()) })
+				gs.Go(func() error { return e.Wait(context.Background()) })
 			}
 			h := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				return struct{}{}, spawnN(ctx, waiters/2, func(ctx context.Context, _ int) error { return e.Wait(ctx) })
@@ -99,12 +92,8 @@ func TestEventStress(t *testing.T) {
 			e.Set()
 			e.Reset()
 			e.Set()
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					return err
-				}
+			if err := gs.Wait(ctx); err != nil {
+				return err
 			}
 			if _, err := h.Join(ctx); err != nil {
 				return err
@@ -121,11 +110,11 @@ func TestPromise(t *testing.T) {
 		t.Fatal("zero Promise has a value")
 	}
 	run(t, rt, func(ctx context.Context) error {
-		got := make(chan string, 2)
+		var got Promise[string]
 		h := runtime.Spawn(ctx, func(ctx context.Context) (string, error) { return p.Wait(ctx) })
 		go func() {
 			v, _ := p.Wait(context.Background())
-			got <- v
+			_ = got.Set(v)
 		}()
 		waitUntil(ctx, func() bool { return p.ready.queued() == 2 })
 		if err := p.Set("faio"); err != nil {
@@ -138,7 +127,7 @@ func TestPromise(t *testing.T) {
 		if err != nil || v != "faio" {
 			return errors.Join(errors.New("task got "+v), err)
 		}
-		if v := <-got; v != "faio" {
+		if v, _ := got.Wait(ctx); v != "faio" {
 			return errors.New("goroutine got " + v)
 		}
 		if v, ok := p.Get(); !ok || v != "faio" {

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	goruntime "runtime"
+	gosync "sync"
 	"testing"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -73,7 +74,7 @@ func waitUntil(ctx context.Context, cond func() bool) {
 // while no Unlock runs (fifo belongs to the holder).
 func (m *Mutex) queued() int {
 	n := 0
-	for s := m.state.Load(); !isSentinel(s) && s != nil; s = s.next.Load() {
+	for s := m.state.Load(); s != nil && s != &mutexLocked; s = s.next.Load() {
 		if !s.dead.Load() {
 			n++
 		}
@@ -105,4 +106,39 @@ func (e *Event) queued() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.waiters.len
+}
+
+// goGroup runs plain goroutines that a task can wait for without blocking
+// its worker (tests must never block a worker in plain Go code: a task
+// woken into that worker's LIFO slot would wait with it). It collects the
+// first error.
+type goGroup struct {
+	wg  WaitGroup
+	mu  gosync.Mutex
+	err error
+}
+
+func (g *goGroup) Go(f func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(); err != nil {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = err
+			}
+			g.mu.Unlock()
+		}
+	}()
+}
+
+// Wait waits for every goroutine started so far and returns the first
+// error.
+func (g *goGroup) Wait(ctx context.Context) error {
+	if err := g.wg.Wait(ctx); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
 }

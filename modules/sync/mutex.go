@@ -16,9 +16,13 @@ import (
 // A Mutex is not tied to the task or goroutine that locked it: one may lock
 // it and another unlock it, as with sync.Mutex.
 type Mutex struct {
-	// state is the whole lock: nil (unlocked), a sentinel (locked,
+	// state is the whole lock: nil (unlocked), &mutexLocked (locked,
 	// nobody queued) or the newest queued waiter (see "Mutex states").
 	state atomic.Pointer[mutexWaiter]
+	// handedOff is set while the lock belongs to a woken waiter that has
+	// not resumed yet. Only the holder writes it. It tells a Lock that
+	// spinning is pointless (see "Spinning"), never who gets the lock.
+	handedOff atomic.Bool
 	// fifo holds the waiters taken from state, oldest first. Only the
 	// holder touches it, so it needs no synchronisation of its own.
 	fifo *mutexWaiter
@@ -37,21 +41,16 @@ type mutexWaiter struct {
 	dead atomic.Bool
 }
 
-// The sentinels of the state word (see "Mutex states" below).
-var (
-	mutexLocked  mutexWaiter // locked by a running holder, nobody queued
-	mutexHandoff mutexWaiter // handed to a woken waiter not yet running, nobody queued
-)
-
-// isSentinel reports whether s ends a wait list.
-func isSentinel(s *mutexWaiter) bool { return s == &mutexLocked || s == &mutexHandoff }
+// mutexLocked is the state of a mutex locked with nobody queued, and the
+// end of every wait list.
+var mutexLocked mutexWaiter
 
 // Mutex states.
 //
-// The state word is nil when the mutex is unlocked; &mutexLocked or
-// &mutexHandoff when it is locked and nobody is queued; otherwise the head of
-// a list of queued waiters, which ends in one of the two sentinels. Lock's
-// fast path is one compare-and-swap from nil to &mutexLocked.
+// The state word is nil when the mutex is unlocked, &mutexLocked when it is
+// locked and nobody is queued, otherwise the head of a list of queued
+// waiters that ends in &mutexLocked. Lock's fast path is one
+// compare-and-swap from nil to &mutexLocked.
 //
 // A Lock that has to queue suspends and then, in its register function (so
 // after its task has switched away, where a wake-up can only find it
@@ -61,18 +60,16 @@ func isSentinel(s *mutexWaiter) bool { return s == &mutexLocked || s == &mutexHa
 // mutex unlocked instead, it takes the lock on the waiter's behalf and wakes
 // it.
 //
-// Unlock with an empty fifo tries the CAS from the sentinel to nil. If
+// Unlock with an empty fifo tries the CAS from &mutexLocked to nil. If
 // waiters were pushed meanwhile it swaps the whole list out (leaving
 // &mutexLocked), reverses it into fifo, oldest first, and wakes the first
-// waiter whose Waker still takes the wake-up, marking the state
-// &mutexHandoff if nobody else is queued. The lock passes to that waiter
+// waiter whose Waker still takes the wake-up. The lock passes to that waiter
 // without ever being unlocked, so nobody can barge in, and waiters get the
 // lock in the order they were pushed (all of fifo was pushed before
 // anything still in state). A waiter whose context was cancelled refuses
 // the wake-up (Wake returns false) and is skipped; when nobody is left the
 // mutex is unlocked. So the lock is never handed to a waiter that has
-// returned, and never stays locked with no holder. The woken waiter turns
-// &mutexHandoff back into &mutexLocked when it resumes.
+// returned, and never stays locked with no holder.
 //
 // fifo is touched only by the holder, and state is never nil while fifo is
 // non-empty, so an unlocked state really means that nobody waits.
@@ -80,15 +77,24 @@ func isSentinel(s *mutexWaiter) bool { return s == &mutexLocked || s == &mutexHa
 // pushing on top of such nodes pops them first, which keeps the common
 // retry-with-timeout loop from piling them up.
 //
-// Hand-off is fair but slow under heavy contention: each hand-off costs a
-// task switch, and a queue, once formed, tends to persist because every
-// later Lock finds the mutex held by a waiter that is not running yet. So
-// Lock tries hard not to queue. While a running holder has the lock
-// (&mutexLocked) it spins on a few loads; otherwise, and between spins, it
-// yields to its worker's other tasks (which lets a woken waiter on this
-// worker run), and only after spinRounds such rounds does it queue. It
+// Spinning.
+//
+// Hand-off is fair but slow under contention: each one costs a task switch,
+// and a queue, once formed, tends to persist, because every later Lock
+// finds the mutex held by a waiter that is not running yet and, after a
+// bounded wait, queues too; from then on every Lock is a hand-off. So Lock
+// tries hard not to queue. While a running holder has the lock it spins on
+// a few loads; between spins, and while the lock waits for a woken waiter
+// to resume (handedOff), it yields to its worker's other tasks, often
+// including that waiter. Only after spinRounds rounds does it queue. It
 // takes the lock only when it is unlocked, that is when nobody is queued,
 // so queued waiters keep their order.
+//
+// The rounds are counted, not timed: a yield on a worker with nothing else
+// to run returns at once, so the wait outside the queue can be shorter
+// than a hand-off on another worker. A convoy can then persist; it was
+// never seen without the race detector (which slows every switch tenfold),
+// and it costs throughput, never correctness or order.
 
 // Lock locks m. If m is held it waits, suspending the calling task (or
 // blocking the calling goroutine) until m is handed to it. If ctx is done
@@ -126,12 +132,12 @@ func (m *Mutex) Unlock() {
 	m.unlockSlow()
 }
 
-// Before queueing, Lock makes up to spinRounds attempts, each spinning on
-// up to spinLoads loads while a running holder has the lock, then yielding.
-// Measured on W3 (1,000 tasks x 1,000 increments on 2 workers): with 3
-// rounds about a third of all Locks queued and each took ~180 ns; from 8
-// rounds on almost none queue (~35-45 ns). Longer spins only add
-// cache-line traffic for the holder.
+// Before queueing, Lock makes spinRounds rounds of up to spinLoads loads
+// (while a running holder has the lock) and a yield. Measured on W3 (1,000
+// tasks x 1,000 increments on 2 workers): with 3 rounds about a third of
+// all Locks queued and took ~180 ns each; from 8 rounds on almost none
+// queue (~35-45 ns). Longer spins only add cache-line traffic for the
+// holder.
 const (
 	spinRounds = 16
 	spinLoads  = 8
@@ -139,7 +145,7 @@ const (
 
 func (m *Mutex) lockSlow(ctx context.Context) error {
 	for range spinRounds {
-		if m.state.Load() == &mutexLocked {
+		if !m.handedOff.Load() && m.state.Load() == &mutexLocked {
 			for range spinLoads {
 				s := m.state.Load()
 				if s == nil && m.state.CompareAndSwap(nil, &mutexLocked) {
@@ -166,7 +172,8 @@ func (m *Mutex) lockSlow(ctx context.Context) error {
 		w.dead.Store(true)
 		return err
 	}
-	m.state.CompareAndSwap(&mutexHandoff, &mutexLocked)
+	// Running with the lock: spinning on it makes sense again.
+	m.handedOff.Store(false)
 	return nil
 }
 
@@ -178,17 +185,18 @@ func (m *Mutex) push(w *mutexWaiter, wk runtime.Waker) {
 		s := m.state.Load()
 		switch {
 		case s == nil:
-			if !m.state.CompareAndSwap(nil, &mutexHandoff) {
+			if !m.state.CompareAndSwap(nil, &mutexLocked) {
 				continue
 			}
-			// Not by returning false: a cancellation may already have
-			// resumed the waiter, and the lock would then have no holder.
-			// Wake tells.
+			// Not by returning false: a cancellation may have ended the
+			// wait already, and the lock would then have no holder. Wake
+			// tells.
+			m.handedOff.Store(true)
 			if !wk.Wake() {
 				m.Unlock()
 			}
 			return
-		case !isSentinel(s) && s.dead.Load():
+		case s != &mutexLocked && s.dead.Load():
 			// Pop a cancelled waiter. s was pushed once and leaves the
 			// head only for good, so if the CAS succeeds s.next is still
 			// the node below it.
@@ -210,7 +218,8 @@ func (m *Mutex) unlockSlow() {
 			switch s {
 			case nil:
 				panic("faio/sync: unlock of unlocked mutex")
-			case &mutexLocked, &mutexHandoff:
+			case &mutexLocked:
+				m.handedOff.Store(false)
 				if m.state.CompareAndSwap(s, nil) {
 					return
 				}
@@ -220,18 +229,18 @@ func (m *Mutex) unlockSlow() {
 			continue
 		}
 		m.fifo = w.next.Load()
-		m.state.CompareAndSwap(&mutexLocked, &mutexHandoff)
+		m.handedOff.Store(true)
 		if w.waker.Wake() {
 			return
 		}
 	}
 }
 
-// reverseLive turns a LIFO list ending in a sentinel into a FIFO list
+// reverseLive turns a LIFO list ending in &mutexLocked into a FIFO list
 // ending in nil, dropping the waiters already known to be cancelled.
 func reverseLive(s *mutexWaiter) *mutexWaiter {
 	var fifo *mutexWaiter
-	for !isSentinel(s) {
+	for s != &mutexLocked {
 		next := s.next.Load()
 		if !s.dead.Load() {
 			s.next.Store(fifo)

@@ -124,27 +124,29 @@ func TestRWMutexPolicy(t *testing.T) {
 			return err
 		}
 		var w1Held atomic.Bool
-		release := make(chan struct{})
+		var release Event
 		w1 := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 			if err := rw.Lock(ctx); err != nil {
 				return struct{}{}, err
 			}
 			w1Held.Store(true)
-			<-release
+			err := release.Wait(ctx)
 			rw.Unlock()
-			return struct{}{}, nil
+			return struct{}{}, err
 		})
 		waitUntil(ctx, func() bool { _, w := rw.queued(); return w == 1 })
 		if rw.TryRLock() {
 			return errors.New("a reader entered ahead of a waiting writer")
 		}
 		var readersIn atomic.Int32
-		var wg gosync.WaitGroup
+		var gs goGroup
 		for range 3 {
-			wg.Go(func() {
-				if rw.RLock(context.Background()) == nil {
-					readersIn.Add(1)
+			gs.Go(func() error {
+				if err := rw.RLock(context.Background()); err != nil {
+					return err
 				}
+				readersIn.Add(1)
+				return nil
 			})
 		}
 		waitUntil(ctx, func() bool { r, _ := rw.queued(); return r == 3 })
@@ -164,11 +166,13 @@ func TestRWMutexPolicy(t *testing.T) {
 		if readersIn.Load() != 0 {
 			return errors.New("readers inside with the writer")
 		}
-		close(release)
+		release.Set()
 		if _, err := w1.Join(ctx); err != nil {
 			return err
 		}
-		wg.Wait()
+		if err := gs.Wait(ctx); err != nil {
+			return err
+		}
 		if readersIn.Load() != 3 {
 			return errors.New("reader batch not admitted")
 		}

@@ -81,7 +81,7 @@ func TestSemaphoreFIFO(t *testing.T) {
 		if err := s.Acquire(ctx, 5); err != nil {
 			return err
 		}
-		var wg gosync.WaitGroup
+		var gs goGroup
 		var hs []*runtime.JoinHandle[struct{}]
 		for i, w := range weights {
 			acquire := func(ctx context.Context) (struct{}, error) {
@@ -96,7 +96,7 @@ func TestSemaphoreFIFO(t *testing.T) {
 			if i%2 == 0 {
 				hs = append(hs, runtime.Spawn(ctx, acquire))
 			} else {
-				wg.Go(func() { _, _ = acquire(context.Background()) })
+				gs.Go(func() error { _, err := acquire(context.Background()); return err })
 			}
 			waitUntil(ctx, func() bool { return s.queued() == i+1 })
 		}
@@ -127,8 +127,7 @@ func TestSemaphoreFIFO(t *testing.T) {
 				return err
 			}
 		}
-		wg.Wait()
-		return nil
+		return gs.Wait(ctx)
 	})
 	for i, v := range order {
 		if v != i {

@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"errors"
-	gosync "sync"
 	"sync/atomic"
 	"testing"
 
@@ -32,17 +31,15 @@ func TestWaitGroup(t *testing.T) {
 			}()
 		}
 		// Waiters of both kinds.
-		var gw gosync.WaitGroup
-		gerr := make(chan error, 1)
-		gw.Go(func() { gerr <- wg.Wait(context.Background()) })
+		var gs goGroup
+		gs.Go(func() error { return wg.Wait(context.Background()) })
 		if err := wg.Wait(ctx); err != nil {
 			return err
 		}
 		if done.Load() != 2*n {
 			return errors.New("Wait returned before the counter reached zero")
 		}
-		gw.Wait()
-		return <-gerr
+		return gs.Wait(ctx)
 	})
 }
 
@@ -92,8 +89,8 @@ func TestWaitGroupStress(t *testing.T) {
 			waiters := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				return struct{}{}, spawnN(ctx, 4, func(ctx context.Context, _ int) error { return wg.Wait(ctx) })
 			})
-			gdone := make(chan error, 1)
-			go func() { gdone <- wg.Wait(context.Background()) }()
+			var gs goGroup
+			gs.Go(func() error { return wg.Wait(context.Background()) })
 			for range 2 {
 				runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) { wg.Done(); return struct{}{}, nil })
 				go wg.Done()
@@ -101,7 +98,7 @@ func TestWaitGroupStress(t *testing.T) {
 			if _, err := waiters.Join(ctx); err != nil {
 				return err
 			}
-			if err := <-gdone; err != nil {
+			if err := gs.Wait(ctx); err != nil {
 				return err
 			}
 		}
