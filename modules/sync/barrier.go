@@ -52,10 +52,6 @@ func (b *Barrier) Wait(ctx context.Context) (leader bool, err error) {
 	w := new(waiter)
 	err = runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		b.mu.Lock()
-		if w.state == waiterAbandoned {
-			b.mu.Unlock()
-			return true
-		}
 		w.waker = wk
 		if b.arrived+1 == b.n {
 			// The others arrived in the meantime: w leads. Waking our
@@ -79,8 +75,6 @@ func (b *Barrier) Wait(ctx context.Context) (leader bool, err error) {
 		case waiterQueued:
 			b.waiters.remove(w)
 			b.arrived--
-		case waiterFresh:
-			w.state = waiterAbandoned
 		case waiterDone:
 			err = nil
 		}

@@ -54,10 +54,6 @@ func (c *Cond) wait(ctx context.Context, mu *Mutex) error {
 	w := new(waiter)
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		c.mu.Lock()
-		if w.state == waiterAbandoned {
-			c.mu.Unlock()
-			return true
-		}
 		w.waker = wk
 		w.state = waiterQueued
 		c.waiters.pushBack(w)
@@ -69,21 +65,17 @@ func (c *Cond) wait(ctx context.Context, mu *Mutex) error {
 	if err != nil {
 		c.mu.Lock()
 		registered := w.state != waiterFresh
-		switch w.state {
-		case waiterQueued:
+		if w.state == waiterQueued {
 			c.waiters.remove(w)
 			c.n.Add(-1)
-		case waiterFresh:
-			w.state = waiterAbandoned
 		}
 		c.mu.Unlock()
 		if !registered {
-			// register never ran (or never will do anything): mu was
-			// never unlocked.
+			// register never ran: mu is still held.
 			return err
 		}
 	}
-	// register unlocked mu (possibly it is still about to).
+	// register unlocked mu.
 	_ = mu.Lock(context.WithoutCancel(ctx))
 	return err
 }

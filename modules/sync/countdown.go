@@ -54,13 +54,10 @@ func (c *countdown) wait(ctx context.Context) error {
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if w.state == waiterAbandoned {
-			return true
-		}
 		c.nwait.Add(1)
 		if c.count.Load() == 0 {
 			// Nothing consumed: safe to decline even if a
-			// cancellation is resuming the waiter meanwhile.
+			// cancellation ends the wait meanwhile.
 			c.nwait.Add(-1)
 			return false
 		}
@@ -71,12 +68,9 @@ func (c *countdown) wait(ctx context.Context) error {
 	})
 	if err != nil {
 		c.mu.Lock()
-		switch w.state {
-		case waiterQueued:
+		if w.state == waiterQueued {
 			c.waiters.remove(w)
 			c.nwait.Add(-1)
-		case waiterFresh:
-			w.state = waiterAbandoned
 		}
 		c.mu.Unlock()
 	}

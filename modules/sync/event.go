@@ -64,9 +64,6 @@ func (e *Event) Wait(ctx context.Context) error {
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if w.state == waiterAbandoned {
-			return true
-		}
 		// Announce the waiter before looking at the flag, in the same
 		// atomic operation: a Set either comes after it (and then sees
 		// eventWaiters and takes the lock we hold) or before it (and we
@@ -86,14 +83,11 @@ func (e *Event) Wait(ctx context.Context) error {
 	})
 	if err != nil {
 		e.mu.Lock()
-		switch w.state {
-		case waiterQueued:
+		if w.state == waiterQueued {
 			e.waiters.remove(w)
 			if e.waiters.len == 0 {
 				e.state.And(^uint32(eventWaiters))
 			}
-		case waiterFresh:
-			w.state = waiterAbandoned
 		}
 		e.mu.Unlock()
 	}

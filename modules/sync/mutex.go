@@ -9,9 +9,11 @@ import (
 
 // A Mutex is a mutual exclusion lock shared by faio tasks and plain
 // goroutines. A task waiting in Lock suspends (its worker runs other tasks);
-// a goroutine waiting in Lock blocks. The lock is granted in the order the
-// waiters queued. The zero value is an unlocked Mutex; a Mutex must not be
-// copied after first use.
+// a goroutine waiting in Lock blocks. Waiters that queued get the lock in
+// the order they queued, handed over directly by Unlock; a Lock spins and
+// yields for a short while before it queues, and takes a free lock only
+// when nobody is queued. The zero value is an unlocked Mutex; a Mutex must
+// not be copied after first use.
 //
 // A Mutex is not tied to the task or goroutine that locked it: one may lock
 // it and another unlock it, as with sync.Mutex.

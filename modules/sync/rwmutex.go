@@ -131,9 +131,6 @@ func (rw *RWMutex) wait(ctx context.Context, list *waitList) error {
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		rw.mu.Lock()
 		defer rw.mu.Unlock()
-		if w.state == waiterAbandoned {
-			return true
-		}
 		w.waker = wk
 		w.state = waiterQueued
 		list.pushBack(w)
@@ -145,13 +142,10 @@ func (rw *RWMutex) wait(ctx context.Context, list *waitList) error {
 	})
 	if err != nil {
 		rw.mu.Lock()
-		switch w.state {
-		case waiterQueued:
+		if w.state == waiterQueued {
 			w.list.remove(w)
 			// A writer leaving the queue may unblock the readers.
 			rw.grantLocked(false)
-		case waiterFresh:
-			w.state = waiterAbandoned
 		}
 		// waiterDone: the grant's Wake failed and it undid the grant.
 		rw.mu.Unlock()

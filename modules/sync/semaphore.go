@@ -70,9 +70,6 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if w.state == waiterAbandoned {
-			return true
-		}
 		w.waker = wk
 		w.state = waiterQueued
 		s.waiters.pushBack(w)
@@ -84,13 +81,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	})
 	if err != nil {
 		s.mu.Lock()
-		switch w.state {
-		case waiterQueued:
+		if w.state == waiterQueued {
 			s.waiters.remove(w)
 			// w may have held up smaller requests behind it.
 			s.grantLocked()
-		case waiterFresh:
-			w.state = waiterAbandoned
 		}
 		// waiterDone: the grant's Wake failed and it put the permits back.
 		s.mu.Unlock()

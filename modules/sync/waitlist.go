@@ -3,20 +3,20 @@ package sync
 import "github.com/faio-go/faio/modules/runtime"
 
 // waiterState is where a waiter of a lock-protected primitive stands. It is
-// read and written only under the primitive's lock, which is what settles
-// the one race every primitive here has to face: a waiter whose context is
-// cancelled may resume (the runtime lets another worker take it from its
-// worker's inbox) before, or while, the worker that suspended it runs the
-// register function. Whichever of the two takes the lock first decides:
-// register finding waiterAbandoned publishes nothing, and the waiter
-// finding waiterQueued removes itself.
+// read and written only under the primitive's lock. A waiter whose Suspend
+// failed looks at it to learn what it still has to undo: runtime.Suspend
+// returns only after register has returned, and does not call register at
+// all when ctx is done before the worker gets to it, so waiterFresh then
+// means that register never ran and never will; waiterQueued, that the
+// waiter must take itself off the list; waiterDone, that the primitive
+// dealt with it (its Wake failed, and the primitive undid whatever it had
+// granted).
 type waiterState uint8
 
 const (
-	waiterFresh     waiterState = iota // register has not run yet
-	waiterQueued                       // in the primitive's wait list
-	waiterDone                         // granted or woken by the primitive
-	waiterAbandoned                    // the wait was cancelled before register ran
+	waiterFresh  waiterState = iota // register has not run
+	waiterQueued                    // in the primitive's wait list
+	waiterDone                      // granted or woken by the primitive
 )
 
 // waiter is one suspended Acquire, RLock, Wait...: a node of a waitList.
