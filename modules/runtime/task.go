@@ -50,6 +50,7 @@ type Task struct {
 	mu         sync.Mutex
 	children   *Task // head of the list of linked children
 	prev, next *Task // siblings in treeParent.children
+	joiner     Waker // the first Join waiting for completion
 	ext        *taskExt
 
 	// Execution state, owned by whichever worker runs the task; handed
@@ -401,11 +402,14 @@ func (t *Task) detach() *Task {
 func (t *Task) complete() {
 	t.mu.Lock()
 	t.flags.Or(flagCompleted)
+	first := t.joiner
+	t.joiner = Waker{}
 	var joiners []Waker
 	if t.ext != nil {
 		joiners = t.completeExtLocked()
 	}
 	t.mu.Unlock()
+	first.Wake()
 	for _, w := range joiners {
 		w.Wake()
 	}
@@ -434,6 +438,11 @@ func (t *Task) registerJoiner(w Waker) bool {
 	defer t.mu.Unlock()
 	if t.has(flagCompleted) {
 		return false
+	}
+	if t.joiner == (Waker{}) {
+		// The usual single Join needs no allocation.
+		t.joiner = w
+		return true
 	}
 	e := t.extLocked()
 	e.joiners = append(e.joiners, w)
