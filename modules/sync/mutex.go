@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	goruntime "runtime"
 	"sync/atomic"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -38,6 +39,9 @@ type Mutex struct {
 type mutexWaiter struct {
 	next  atomic.Pointer[mutexWaiter]
 	waker runtime.Waker
+	// goroutine: the waiter is a plain goroutine, which Unlock lets run
+	// at once (see "Spinning").
+	goroutine bool
 	// dead is set once the wait was cancelled: the node may still be in
 	// the list, where an Unlock will skip it and a Lock will prune it.
 	dead atomic.Bool
@@ -92,11 +96,19 @@ var mutexLocked mutexWaiter
 // takes the lock only when it is unlocked, that is when nobody is queued,
 // so queued waiters keep their order.
 //
+// A hand-off to a blocked goroutine is the slow case: the wake-up makes it
+// runnable, but it still needs the Go scheduler to give it a thread, which
+// the workers, busy with tasks, may hold for a whole preemption slice while
+// the lock waits for it. Unlock therefore yields its thread right after
+// such a hand-off (runtime.Gosched), and the woken goroutine, queued next on
+// that thread, runs at once.
+//
 // The rounds are counted, not timed: a yield on a worker with nothing else
 // to run returns at once, so the wait outside the queue can be shorter
-// than a hand-off on another worker. A convoy can then persist; it was
-// never seen without the race detector (which slows every switch tenfold),
-// and it costs throughput, never correctness or order.
+// than a slow hand-off (to a goroutine, or to a task whose worker sleeps).
+// A convoy can then form and persist: with 1,000 tasks and 8 goroutines
+// hammering one Mutex it does in some runs, and every Lock then costs
+// about 10 us. It costs throughput, never correctness or order.
 
 // Lock locks m. If m is held it waits, suspending the calling task (or
 // blocking the calling goroutine) until m is handed to it. If ctx is done
@@ -126,7 +138,8 @@ func (m *Mutex) TryLock() bool {
 
 // Unlock unlocks m, handing it to the oldest waiter if there is one. It
 // panics if m is not locked. Unlock never blocks and may be called from any
-// task or goroutine.
+// task or goroutine; after handing m to a blocked goroutine it yields its
+// thread (runtime.Gosched) so that the goroutine runs at once.
 func (m *Mutex) Unlock() {
 	if m.fifo == nil && m.state.CompareAndSwap(&mutexLocked, nil) {
 		return
@@ -137,11 +150,14 @@ func (m *Mutex) Unlock() {
 // Before queueing, Lock makes spinRounds rounds of up to spinLoads loads
 // (while a running holder has the lock) and a yield. Measured on W3 (1,000
 // tasks x 1,000 increments on 2 workers): with 3 rounds about a third of
-// all Locks queued and took ~180 ns each; from 8 rounds on almost none
-// queue (~35-45 ns). Longer spins only add cache-line traffic for the
-// holder.
+// all Locks queued and took ~180 ns each; with 16, a third of the runs
+// fell into a convoy (~60,000 queued Locks, 130-370 ns each) once the
+// runtime began running woken tasks on the waker's worker; with 64 none
+// did (~70 ns). On a worker with nothing else to run the rounds cost a few
+// microseconds of yielding before a Lock on a long-held mutex queues.
+// Longer spins only add cache-line traffic for the holder.
 const (
-	spinRounds = 16
+	spinRounds = 64
 	spinLoads  = 8
 )
 
@@ -165,7 +181,7 @@ func (m *Mutex) lockSlow(ctx context.Context) error {
 			return nil
 		}
 	}
-	w := new(mutexWaiter)
+	w := &mutexWaiter{goroutine: runtime.Current(ctx) == nil}
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		m.push(w, wk)
 		return true
@@ -233,6 +249,9 @@ func (m *Mutex) unlockSlow() {
 		m.fifo = w.next.Load()
 		m.handedOff.Store(true)
 		if w.waker.Wake() {
+			if w.goroutine {
+				goruntime.Gosched()
+			}
 			return
 		}
 	}
