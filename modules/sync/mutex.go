@@ -88,13 +88,17 @@ var mutexLocked mutexWaiter
 // Hand-off is fair but slow under contention: each one costs a task switch,
 // and a queue, once formed, tends to persist, because every later Lock
 // finds the mutex held by a waiter that is not running yet and, after a
-// bounded wait, queues too; from then on every Lock is a hand-off. So Lock
-// tries hard not to queue. While a running holder has the lock it spins on
-// a few loads; between spins, and while the lock waits for a woken waiter
-// to resume (handedOff), it yields to its worker's other tasks, often
-// including that waiter. Only after spinRounds rounds does it queue. It
-// takes the lock only when it is unlocked, that is when nobody is queued,
-// so queued waiters keep their order.
+// bounded wait, queues too; from then on every Lock is a hand-off (a
+// convoy). So Lock tries hard not to queue. While a running holder has the
+// lock it spins on a few loads, then yields to its worker's other tasks;
+// after spinRounds such rounds the holder is a long one, and it queues.
+// While the lock waits for a woken waiter to resume (handedOff), the queue
+// is being served: Lock yields without counting the round (up to
+// maxRounds), which lets the queue drain instead of feeding it, and the
+// lock come free. It takes the lock only when it is unlocked, that is when
+// nobody is queued, so queued waiters keep their order; and a Lock that
+// keeps losing that race queues after spinRounds rounds, so nobody waits
+// outside the queue for ever.
 //
 // A hand-off to a blocked goroutine is the slow case: the wake-up makes it
 // runnable, but it still needs the Go scheduler to give it a thread, which
@@ -102,13 +106,6 @@ var mutexLocked mutexWaiter
 // the lock waits for it. Unlock therefore yields its thread right after
 // such a hand-off (runtime.Gosched), and the woken goroutine, queued next on
 // that thread, runs at once.
-//
-// The rounds are counted, not timed: a yield on a worker with nothing else
-// to run returns at once, so the wait outside the queue can be shorter
-// than a slow hand-off (to a goroutine, or to a task whose worker sleeps).
-// A convoy can then form and persist: with 1,000 tasks and 8 goroutines
-// hammering one Mutex it does in some runs, and every Lock then costs
-// about 10 us. It costs throughput, never correctness or order.
 
 // Lock locks m. If m is held it waits, suspending the calling task (or
 // blocking the calling goroutine) until m is handed to it. If ctx is done
@@ -147,30 +144,38 @@ func (m *Mutex) Unlock() {
 	m.unlockSlow()
 }
 
-// Before queueing, Lock makes spinRounds rounds of up to spinLoads loads
-// (while a running holder has the lock) and a yield. Measured on W3 (1,000
-// tasks x 1,000 increments on 2 workers): with 3 rounds about a third of
-// all Locks queued and took ~180 ns each; with 16, a third of the runs
-// fell into a convoy (~60,000 queued Locks, 130-370 ns each) once the
-// runtime began running woken tasks on the waker's worker; with 64 none
-// did (~70 ns). On a worker with nothing else to run the rounds cost a few
-// microseconds of yielding before a Lock on a long-held mutex queues.
-// Longer spins only add cache-line traffic for the holder.
+// Before queueing, Lock makes rounds of a yield, preceded by up to
+// spinLoads loads while a running holder has the lock. It queues after
+// spinRounds rounds during which a running holder had the lock, or after
+// maxRounds rounds in all. Rounds during which the lock waited for a woken
+// waiter are not counted: they measure how long the worker takes to get to
+// that waiter (a whole pass over its run queue, when the runtime moves the
+// waiter behind the others), not how long a holder holds.
+//
+// Measured on W3 (1,000 tasks x 1,000 increments on 2 workers): counting
+// every round, with 16 rounds about a third of the runs fell into a convoy
+// (~60,000 queued Locks per run, 130-750 ns each) and with 64 still some
+// did; not counting the hand-off rounds, none did (~70 ns, ~4,000 queued
+// Locks per run). Longer spins only add cache-line traffic for the holder.
 const (
-	spinRounds = 64
+	spinRounds = 16
+	maxRounds  = 4096
 	spinLoads  = 8
 )
 
 func (m *Mutex) lockSlow(ctx context.Context) error {
-	for range spinRounds {
-		if !m.handedOff.Load() && m.state.Load() == &mutexLocked {
-			for range spinLoads {
-				s := m.state.Load()
-				if s == nil && m.state.CompareAndSwap(nil, &mutexLocked) {
-					return nil
-				}
-				if s != nil && s != &mutexLocked {
-					break
+	for rounds, all := 0, 0; rounds < spinRounds && all < maxRounds; all++ {
+		if !m.handedOff.Load() {
+			rounds++
+			if m.state.Load() == &mutexLocked {
+				for range spinLoads {
+					s := m.state.Load()
+					if s == nil && m.state.CompareAndSwap(nil, &mutexLocked) {
+						return nil
+					}
+					if s != nil && s != &mutexLocked {
+						break
+					}
 				}
 			}
 		}
@@ -211,6 +216,7 @@ func (m *Mutex) push(w *mutexWaiter, wk runtime.Waker) {
 			// tells.
 			m.handedOff.Store(true)
 			if !wk.Wake() {
+				m.handedOff.Store(false)
 				m.Unlock()
 			}
 			return

@@ -13,14 +13,9 @@ import (
 )
 
 // 1,000 tasks x 1,000 increments, plus goroutines, under one Mutex: the
-// counter must come out exact and no two holders may overlap. Under the
-// race detector, where a hand-off convoy can make every Lock cost tens of
-// microseconds, the tasks do 100 increments each.
+// counter must come out exact and no two holders may overlap.
 func TestMutexMutualExclusion(t *testing.T) {
 	tasks, iters, goroutines := 1000, 1000, 8
-	if raceEnabled {
-		iters = 100
-	}
 	rt := newRuntime(t, 2)
 	var mu Mutex
 	var inside atomic.Int32
