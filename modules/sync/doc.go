@@ -19,9 +19,11 @@
 // All primitives are built on runtime.Suspend, which calls a register
 // function on the worker only after the task has switched away: that is
 // where a waiter puts itself in a wait list, so a wake-up can never find it
-// still running. Mutex is lock-free throughout; the other primitives take
-// an internal lock only when a caller has to wait or be woken, never on
-// their uncontended paths. Waiters are served in the order they queued.
+// still running. Mutex takes no internal lock on any path: one atomic word
+// says whether it is unlocked, locked, or locked with waiters queued. The other
+// primitives take an internal lock only when a caller has to wait or be
+// woken, never on their uncontended paths. Waiters are served in the order
+// they queued.
 //
 // Panics are kept to the misuses package sync also panics on: unlocking
 // an unlocked lock, a negative WaitGroup counter, releasing more semaphore
