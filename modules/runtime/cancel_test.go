@@ -622,3 +622,40 @@ func TestForeignContextStillSuspendsTheTask(t *testing.T) {
 		}
 	})
 }
+
+// A task woken by a task lands in the waker's LIFO slot; if the waker then
+// blocks its worker in plain Go, the watchdog must count that slot as
+// waiting work and get another worker to take it.
+func TestWatchdogRescuesLIFOTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2, StallThreshold: 5 * time.Millisecond})
+	within(t, 20*time.Second, "task stranded in a blocked worker's LIFO slot", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			var b baton
+			ran := make(chan struct{})
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				if err := b.wait(ctx); err != nil {
+					return 0, err
+				}
+				close(ran)
+				return 0, nil
+			})
+			// Let the waiter suspend (and the other worker go to sleep).
+			for i := 0; i < 20; i++ {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			b.signal() // local wake: the waiter goes to our LIFO slot
+			select {   // block this worker in plain Go until it ran
+			case <-ran:
+			case <-time.After(15 * time.Second):
+				return 0, errors.New("woken task never ran while its waker blocked")
+			}
+			_, err := h.Join(ctx)
+			return 0, err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}

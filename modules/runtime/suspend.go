@@ -235,7 +235,11 @@ func (w *worker) completeSuspend(t *Task) {
 		switch kind {
 		case kindRegister:
 			if !register(wk) {
-				t.claim(gen, stWoken)
+				// The condition held: the primitive may have handed the
+				// task a resource, so the wait succeeds even if a
+				// cancellation claimed it meanwhile (it could only be
+				// recorded: we hold stRegistering).
+				t.forceWoken(gen)
 			}
 		case kindJoin:
 			if !target.registerJoiner(wk) {
@@ -271,6 +275,22 @@ func (t *Task) claim(gen uint64, to uint64) (won, deferred bool) {
 		reg := s & stRegistering
 		if t.wstate.CompareAndSwap(s, gen<<genShift|to|reg) {
 			return true, reg != 0
+		}
+	}
+}
+
+// forceWoken ends suspension gen as woken, overriding a cancellation that
+// claimed it while the worker ran register. Only the worker may call it,
+// while stRegistering is set: until that bit is cleared nobody has queued
+// the task, so the outcome can still change.
+func (t *Task) forceWoken(gen uint64) {
+	for {
+		s := t.wstate.Load()
+		if s>>genShift != gen || s&stMask == stWoken {
+			return
+		}
+		if t.wstate.CompareAndSwap(s, gen<<genShift|stWoken|stRegistering) {
+			return
 		}
 	}
 }

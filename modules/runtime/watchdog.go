@@ -66,6 +66,10 @@ func (d *watchdog) check(w *worker, s *workerSample, now time.Time, threshold ti
 	}
 	running := now.Sub(s.since)
 	waiting := w.local.Len() + w.inbox.len()
+	if w.lifo.Load() != nil {
+		// A task woken by the blocked one waits in its LIFO slot.
+		waiting++
+	}
 	if s.reported || running < threshold || waiting == 0 {
 		return
 	}
