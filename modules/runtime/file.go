@@ -137,22 +137,7 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 		return 0, pathError("read", f.name, fs.ErrClosed)
 	}
 	op := fdOps.Get().(*fdOp)
-	n, err := 0, error(nil)
-	for len(b) > 0 {
-		op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.g.fd, b, uint64(off)
-		res, serr := SubmitOn(ctx, f.g.rt, op)
-		if err = fileErr(res, serr); err != nil {
-			break
-		}
-		if res.Res == 0 {
-			err = io.EOF
-			break
-		}
-		n += int(res.Res)
-		b = b[res.Res:]
-		off += int64(res.Res)
-	}
-	op.buf = nil
+	n, err := f.transferAll(ctx, op, uring.OpRead, b, off)
 	fdOps.Put(op)
 	f.g.decref(ctx)
 	if err != nil && err != io.EOF {
@@ -186,16 +171,31 @@ const atPosition int64 = -1
 // writeAll writes all of b at off (atPosition: at the file position),
 // retrying short writes. The caller holds a reference.
 func (f *File) writeAll(ctx context.Context, op *fdOp, b []byte, off int64) (int, error) {
+	n, err := f.transferAll(ctx, op, uring.OpWrite, b, off)
+	if err != nil {
+		return n, pathError("write", f.name, err)
+	}
+	return n, nil
+}
+
+// transferAll reads (OpRead) or writes (OpWrite) all of b at off
+// (atPosition: at the file position), resubmitting after short transfers.
+// A zero-byte transfer ends it: io.EOF for a read, io.ErrUnexpectedEOF for
+// a write. The error is not yet wrapped in a PathError.
+func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []byte, off int64) (int, error) {
 	n := 0
 	var err error
 	for len(b) > 0 {
-		op.opcode, op.fd, op.buf, op.off = uring.OpWrite, f.g.fd, b, uint64(off)
+		op.opcode, op.fd, op.buf, op.off = opcode, f.g.fd, b, uint64(off)
 		res, serr := SubmitOn(ctx, f.g.rt, op)
 		if err = fileErr(res, serr); err != nil {
 			break
 		}
 		if res.Res == 0 {
 			err = io.ErrUnexpectedEOF
+			if opcode == uring.OpRead {
+				err = io.EOF
+			}
 			break
 		}
 		n += int(res.Res)
@@ -205,10 +205,7 @@ func (f *File) writeAll(ctx context.Context, op *fdOp, b []byte, off int64) (int
 		}
 	}
 	op.buf = nil
-	if err != nil {
-		return n, pathError("write", f.name, err)
-	}
-	return n, nil
+	return n, err
 }
 
 // Read reads up to len(b) bytes at the file position and advances it, like
