@@ -14,7 +14,11 @@ const CoopBudget = 128
 // its worker. The budget refills whenever the task is resumed. Outside a
 // task Consume does nothing. It returns ctx.Err().
 func Consume(ctx context.Context) error {
-	if t := taskFor(ctx); t != nil {
+	// Only the task's own context (or one derived from it) is charged:
+	// the general lookup of taskFor (a map probe for every plain
+	// goroutine) would tax each goroutine-side channel or lock operation
+	// for a budget that does not apply to them.
+	if t := Current(ctx).running(); t != nil {
 		t.coro.budget++
 		if t.coro.budget >= CoopBudget {
 			return Yield(ctx)
