@@ -232,17 +232,30 @@ func (rt *Runtime) Listen(ctx context.Context, network, address string) (*Listen
 	if err != nil {
 		return nil, netError("listen", network, nil, nil, err)
 	}
+	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*Listener, error) {
+		return rt.listenTCP(network, ap)
+	})
+}
+
+// firstOf tries each resolved address in turn and returns the first
+// success, or else the first error (the one about the preferred address);
+// it stops early once ctx is done.
+func firstOf[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.AddrPort) (T, error)) (T, error) {
 	var first error
 	for _, ap := range addrs {
-		l, err := rt.listenTCP(network, ap)
+		v, err := try(ap)
 		if err == nil {
-			return l, nil
+			return v, nil
 		}
 		if first == nil {
 			first = err
 		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return nil, first
+	var zero T
+	return zero, first
 }
 
 func (rt *Runtime) listenTCP(network string, ap netip.AddrPort) (*Listener, error) {
@@ -374,20 +387,9 @@ func (rt *Runtime) Dial(ctx context.Context, network, address string) (*Conn, er
 	if err != nil {
 		return nil, netError("dial", network, nil, nil, err)
 	}
-	var first error
-	for _, ap := range addrs {
-		c, err := rt.dialTCP(ctx, network, ap)
-		if err == nil {
-			return c, nil
-		}
-		if first == nil {
-			first = err
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, first
+	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*Conn, error) {
+		return rt.dialTCP(ctx, network, ap)
+	})
 }
 
 func (rt *Runtime) dialTCP(ctx context.Context, network string, ap netip.AddrPort) (*Conn, error) {

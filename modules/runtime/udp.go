@@ -45,17 +45,9 @@ func (rt *Runtime) ListenUDP(ctx context.Context, network, address string) (*UDP
 	if err != nil {
 		return nil, netError("listen", network, nil, nil, err)
 	}
-	var first error
-	for _, ap := range addrs {
-		c, err := rt.udpSocket(ctx, network, ap, netip.AddrPort{})
-		if err == nil {
-			return c, nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return nil, first
+	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*UDPConn, error) {
+		return rt.udpSocket(ctx, network, ap, netip.AddrPort{})
+	})
 }
 
 // DialUDP opens a UDP socket connected to address on the runtime of ctx's
@@ -81,20 +73,9 @@ func (rt *Runtime) DialUDP(ctx context.Context, network, address string) (*UDPCo
 	if err != nil {
 		return nil, netError("dial", network, nil, nil, err)
 	}
-	var first error
-	for _, ap := range addrs {
-		c, err := rt.udpSocket(ctx, network, netip.AddrPort{}, ap)
-		if err == nil {
-			return c, nil
-		}
-		if first == nil {
-			first = err
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, first
+	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*UDPConn, error) {
+		return rt.udpSocket(ctx, network, netip.AddrPort{}, ap)
+	})
 }
 
 // udpSocket creates a UDP socket bound to local (when valid) and connected
