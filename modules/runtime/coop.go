@@ -12,7 +12,8 @@ const CoopBudget = 128
 // when the budget is spent, Consume yields the task (as Yield does), so a
 // task looping on always-ready operations cannot starve the other tasks of
 // its worker. The budget refills whenever the task is resumed. Outside a
-// task Consume does nothing. It returns ctx.Err().
+// task, or with a context that is not the task's own (nor derived from it),
+// Consume charges nothing. It returns ctx.Err().
 func Consume(ctx context.Context) error {
 	// Only the task's own context (or one derived from it) is charged:
 	// the general lookup of taskFor (a map probe for every plain
