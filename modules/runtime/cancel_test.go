@@ -659,3 +659,38 @@ func TestWatchdogRescuesLIFOTask(t *testing.T) {
 		}
 	})
 }
+
+// When register returns false the primitive may have handed the task a
+// resource, so the wait must succeed even if a cancellation lands while
+// register runs: here the cancellation always lands inside register.
+func TestRegisterFalseWinsOverCancellation(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	const rounds = 200
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		for i := 0; i < rounds; i++ {
+			inRegister := make(chan struct{})
+			var cancelled atomic.Bool
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				return 0, Suspend(ctx, func(Waker) bool {
+					close(inRegister)
+					for !cancelled.Load() {
+						goruntime.Gosched()
+					}
+					return false // "the lock was free: it is yours"
+				})
+			})
+			go func() {
+				<-inRegister
+				h.Cancel()
+				cancelled.Store(true)
+			}()
+			if _, err := h.Join(ctx); err != nil {
+				return 0, errors.New("round " + itoa(uint64(i)) + ": Suspend lost a hand-off to cancellation: " + errString(err))
+			}
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
