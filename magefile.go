@@ -20,7 +20,7 @@ import (
 )
 
 // staticcheckVersion is the staticcheck release used when none is on PATH.
-const staticcheckVersion = "2026.2.2"
+const staticcheckVersion = "v0.8.2"
 
 // Aliases gives the plain "build" and "bench" targets next to the build:
 // and bench: namespaces.
@@ -174,7 +174,7 @@ type Bench mg.Namespace
 
 const benchCmd = "./bench/cmd/faio-bench"
 
-// Workloads runs every workload of shared/bench/WORKLOADS.md with faio and
+// Workloads runs every workload of bench/WORKLOADS.md with faio and
 // with plain goroutines, then prints the JSON lines and the ratio table.
 func (Bench) Workloads() error {
 	if !hasMain(benchCmd) {
