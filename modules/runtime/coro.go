@@ -94,6 +94,7 @@ func (e *PanicError) Unwrap() error {
 // execute runs the task's function on its coroutine.
 func (t *Task) execute() {
 	c := t.coro
+	setProfLabel(t.labels)
 	if t.rt.cfg.PanicPolicy == PanicCrash {
 		t.body.run(t)
 		c.yieldReason = reasonDone

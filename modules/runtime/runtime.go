@@ -202,6 +202,7 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 	t.rt = rt
 	t.body = body
 	t.parent = ctx
+	t.labels = getProfLabel()
 	t.treeParent = parent
 	if w != nil {
 		w.nextID++

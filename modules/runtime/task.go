@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Task is a running faio task. A *Task is the context.Context its function
@@ -58,6 +59,9 @@ type Task struct {
 	worker *worker
 	coro   *coro
 	gen    uint64 // number of the current (or last) suspension
+	// labels are the spawner's profiler labels, installed on the
+	// coroutine before the task's function runs (labels.go).
+	labels unsafe.Pointer
 	// ioWorker is the worker whose ring holds the task's current I/O
 	// operation; cancellation sends its ASYNC_CANCEL request there.
 	ioWorker atomic.Pointer[worker]
