@@ -172,7 +172,7 @@ typedef struct faio_config {
     int32_t io_interval;           /* ticks between I/O polls of a busy worker; 0: 61 */
     int32_t submit_batch;          /* SQEs queued before a submit; 0: 4 */
     int64_t timer_resolution_ns;   /* timer wheel granularity; 0: 1 ms */
-    int64_t stall_threshold_ns;    /* watchdog threshold; 0: 10 ms, < 0: off */
+    int64_t stall_threshold_ns;    /* watchdog threshold; 0: 10 ms, < 0: off, else >= 1 ms (FAIO_EINVAL below) */
     uint64_t reserved[8];          /* must be zero */
 } faio_config;
 

@@ -174,6 +174,9 @@ static void test_bad_arguments(void)
     cfg.timer_resolution_ns = -5;
     CHECK_RC(faio_runtime_new(&cfg, &bad), FAIO_EINVAL);
     memset(&cfg, 0, sizeof cfg);
+    cfg.stall_threshold_ns = 1; /* under the 1 ms minimum: refused, not a crash */
+    CHECK_RC(faio_runtime_new(&cfg, &bad), FAIO_EINVAL);
+    memset(&cfg, 0, sizeof cfg);
     cfg.reserved[7] = 1;
     CHECK_RC(faio_runtime_new(&cfg, &bad), FAIO_EINVAL);
     /* NULL config: defaults. */

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
@@ -358,6 +359,55 @@ func TestCoopBudgetYields(t *testing.T) {
 func TestWatchdogRescuesQueuedTasks(t *testing.T) {
 	var stalls atomic.Int32
 	rt := newRuntime(t, Config{Workers: 2, StallThreshold: 5 * time.Millisecond, OnStall: func(StallInfo) { stalls.Add(1) }})
+	rescueQueuedTasks(t, rt)
+}
+
+// An idle runtime's watchdog sleeps (it costs no CPU), and samples again as
+// soon as a worker wakes: a stall right after an idle period is reported.
+// With one worker nobody else can take the queued tasks, so only the
+// watchdog can end the wait below. The smallest threshold New accepts
+// works.
+func TestWatchdogSleepsWhileIdle(t *testing.T) {
+	stalled := make(chan StallInfo, 16)
+	onStall := func(s StallInfo) {
+		select {
+		case stalled <- s:
+		default:
+		}
+	}
+	rt := newRuntime(t, Config{Workers: 1, StallThreshold: MinStallThreshold, OnStall: onStall})
+	for round := 0; round < 3; round++ {
+		deadline := time.Now().Add(5 * time.Second)
+		for !rt.watchdog.asleep.Load() {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the watchdog of an idle runtime still samples after 5s", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			for range 5 {
+				Spawn(ctx, func(ctx context.Context) (int, error) { return 0, nil })
+			}
+			select { // block the only worker in plain Go
+			case s := <-stalled:
+				if s.Waiting == 0 {
+					return 0, fmt.Errorf("stall reported with no task waiting: %+v", s)
+				}
+				return 0, nil
+			case <-time.After(10 * time.Second):
+				return 0, errors.New("no stall reported after an idle period")
+			}
+		})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+}
+
+// rescueQueuedTasks blocks one worker in plain Go while 50 tasks wait in
+// its queue, and fails t unless they run elsewhere.
+func rescueQueuedTasks(t *testing.T, rt *Runtime) {
+	t.Helper()
 	within(t, 20*time.Second, "stalled worker", func() {
 		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 			const n = 50

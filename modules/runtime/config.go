@@ -65,8 +65,11 @@ type Config struct {
 	// StallThreshold is how long a worker may run one task without coming
 	// back to its loop while other tasks wait in its queue before the
 	// watchdog counts a stall, reports it to OnStall and wakes a sleeping
-	// worker to steal the waiting tasks (default 10 ms; negative disables
-	// the watchdog).
+	// worker to steal the waiting tasks (default 10 ms, at least
+	// MinStallThreshold; negative disables the watchdog). The watchdog
+	// samples the workers every half threshold while any is awake and
+	// sleeps while all are: idle, it costs no CPU; busy, a sample costs a
+	// few loads per worker.
 	StallThreshold time.Duration
 	// OnStall, if set, is called from the watchdog goroutine for every
 	// stall it detects. It must not block.
@@ -136,6 +139,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.TimerResolution < 0 || c.TimerResolution > time.Second {
 		bad("TimerResolution = %v, want 0 (default) or up to 1s", c.TimerResolution)
+	}
+	if c.StallThreshold > 0 && c.StallThreshold < MinStallThreshold {
+		bad("StallThreshold = %v, want at least %v (or negative: no watchdog)", c.StallThreshold, MinStallThreshold)
 	}
 	if c.PanicPolicy != PanicReturn && c.PanicPolicy != PanicCrash {
 		bad("PanicPolicy = %d, want PanicReturn or PanicCrash", c.PanicPolicy)

@@ -83,15 +83,17 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		rt.workers = append(rt.workers, w)
 	}
+	if cfg.StallThreshold > 0 {
+		// Before the workers start: they read rt.watchdog when they
+		// leave park.
+		rt.watchdog = startWatchdog(rt)
+	}
 	for _, w := range rt.workers {
 		rt.workerWG.Add(1)
 		go func() {
 			defer rt.workerWG.Done()
 			w.loop()
 		}()
-	}
-	if cfg.StallThreshold > 0 {
-		rt.watchdog = startWatchdog(rt)
 	}
 	return rt, nil
 }

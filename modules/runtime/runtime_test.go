@@ -202,6 +202,8 @@ func TestConfigValidation(t *testing.T) {
 		{RingEntries: 3},
 		{TimerResolution: -time.Millisecond},
 		{PanicPolicy: 7},
+		{StallThreshold: 1}, // a 1 ns ticker once crashed the process
+		{StallThreshold: MinStallThreshold - 1},
 	}
 	for _, cfg := range bad {
 		rt, err := New(cfg)

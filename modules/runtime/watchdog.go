@@ -15,17 +15,58 @@ import (
 // with a coroutine running, means one resumption has held the worker since
 // the last sample. The hot path pays nothing beyond the current-coroutine
 // stores it makes anyway.
+//
+// A runtime whose workers are all asleep cannot stall, so the watchdog
+// sleeps too: when a sample finds every worker parked it stops its ticker
+// and waits until a worker leaves park (wakeUp). Without that, an idle
+// runtime paid for 200 samples a second at the default threshold (28 ms of
+// CPU per second measured on the project's 2-vCPU machine, against 0.2 ms/s
+// with the watchdog off); asleep it costs nothing measurable.
 type watchdog struct {
 	rt     *Runtime
 	stalls atomic.Uint64
 	quit   chan struct{}
 	done   chan struct{}
+	// asleep is set while the watchdog waits on wake for a worker to
+	// leave park. The worker stores its parked=false and then loads
+	// asleep; the watchdog stores asleep and then loads every parked: with
+	// sequentially consistent atomics one of the two sees the other, so a
+	// worker never runs unwatched while the watchdog sleeps.
+	asleep atomic.Bool
+	wake   chan struct{} // capacity 1
 }
 
+// MinStallThreshold is the smallest Config.StallThreshold New accepts. The
+// watchdog samples every half threshold while any worker is awake, so a
+// shorter one would spend more CPU watching than the stalls it could find
+// are worth.
+const MinStallThreshold = time.Millisecond
+
 func startWatchdog(rt *Runtime) *watchdog {
-	d := &watchdog{rt: rt, quit: make(chan struct{}), done: make(chan struct{})}
+	d := &watchdog{rt: rt, quit: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	go d.run()
 	return d
+}
+
+// wakeUp is called by a worker that leaves park: if the watchdog sleeps,
+// it starts sampling again. One atomic load when it does not.
+func (d *watchdog) wakeUp() {
+	if d.asleep.Load() && d.asleep.CompareAndSwap(true, false) {
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// allParked reports whether every worker is asleep (or about to be).
+func (d *watchdog) allParked() bool {
+	for _, w := range d.rt.workers {
+		if !w.parked.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *watchdog) stop() {
@@ -51,11 +92,35 @@ func (d *watchdog) run() {
 		case <-d.quit:
 			return
 		case now := <-ticker.C:
+			if d.allParked() && d.sleep(ticker) {
+				return
+			}
 			for i, w := range d.rt.workers {
 				d.check(w, &samples[i], now, threshold)
 			}
 		}
 	}
+}
+
+// sleep waits, with the ticker stopped, until a worker leaves park or the
+// watchdog is stopped (then it returns true).
+func (d *watchdog) sleep(ticker *time.Ticker) (quit bool) {
+	d.asleep.Store(true)
+	if !d.allParked() {
+		// A worker woke between the two looks: keep sampling.
+		d.asleep.Store(false)
+		return false
+	}
+	ticker.Stop()
+	select {
+	case <-d.quit:
+		return true
+	case <-d.wake:
+	}
+	// A wake sent for an earlier sleep may have been pending; at worst
+	// this costs one extra sample.
+	ticker.Reset(d.rt.cfg.StallThreshold / 2)
+	return false
 }
 
 func (d *watchdog) check(w *worker, s *workerSample, now time.Time, threshold time.Duration) {

@@ -350,6 +350,9 @@ func (w *worker) park() {
 		w.io.wait(timeout)
 	}
 	w.parked.Store(false)
+	if d := rt.watchdog; d != nil {
+		d.wakeUp()
+	}
 	if rt.sm.CancelSleeping(w.id) {
 		// WorkerToNotify picked us: we count as searching.
 		w.searching = true
