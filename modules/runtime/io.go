@@ -135,12 +135,59 @@ func (e *ioEngine) wait(timeout time.Duration) {
 	if e.ring.CQReady() == 0 {
 		e.pending = 0
 		_, err := e.ring.SubmitAndWaitTimeout(1, timeout)
-		if err != nil && !errors.Is(err, syscall.ETIME) && !errors.Is(err, syscall.EINTR) {
-			e.w.rt.reportIOError(err)
+		if err != nil && !errors.Is(err, syscall.ETIME) {
+			e.enterFailed(err)
 		}
 	}
 	e.reap()
 }
+
+// enterFailed handles an error of io_uring_enter. A passing one (a signal,
+// the kernel short of memory or pushing back) is counted in Stats.IOErrors
+// and the next enter retries. One that says the ring itself cannot be
+// entered is fatal: see ringBroken.
+func (e *ioEngine) enterFailed(err error) {
+	if ringBroken(err) {
+		panic(&RingError{Worker: e.w.id, Fd: e.ring.Fd(), Err: err})
+	}
+	e.w.rt.reportIOError(err)
+}
+
+// ringBroken reports whether an io_uring_enter error means that the ring's
+// descriptor no longer names this ring: closed (EBADF), reused for another
+// file (EOPNOTSUPP), the ring going away (ENXIO), or the call refused as
+// malformed (EINVAL, EFAULT), which no retry changes.
+func ringBroken(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EBADF, syscall.EOPNOTSUPP, syscall.ENXIO, syscall.EINVAL, syscall.EFAULT} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// RingError is the panic value of a worker whose io_uring can no longer be
+// entered, typically because the program closed the ring's file descriptor
+// by mistake (a stray close of a reused descriptor number). The runtime
+// cannot go on: operations in flight on that ring can neither complete nor
+// be cancelled, and the kernel may still write into their buffers, so
+// handing those buffers back with an error would be unsafe. Like Go's own
+// netpoller, which throws when its epoll descriptor fails, the runtime
+// stops the process with this message instead of spinning on the error.
+type RingError struct {
+	Worker int   // the worker that owns the ring
+	Fd     int   // the ring's file descriptor number
+	Err    error // the error io_uring_enter returned
+}
+
+func (e *RingError) Error() string {
+	return fmt.Sprintf("faio: worker %d cannot enter its io_uring (fd %d): %v; the descriptor was closed or replaced "+
+		"behind the runtime's back (a stray close of a reused descriptor number?). I/O in flight on that ring can "+
+		"neither complete nor be cancelled, and the kernel may still write into its buffers, so the process stops",
+		e.Worker, e.Fd, e.Err)
+}
+
+func (e *RingError) Unwrap() error { return e.Err }
 
 // quiesce completes the pending eventfd read, so the kernel is done with
 // efdBuf before the ring closes. Called by Close once the worker has left

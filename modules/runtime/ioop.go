@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/faio-go/faio/modules/timerwheel"
@@ -295,7 +296,9 @@ func (e *ioEngine) getSQE() *uring.SQE {
 		// unreaped): reap, and after a few rounds wait for one.
 		e.ring.ForEachCQE(e.reapFn)
 		if tries > 3 {
-			_, _ = e.ring.SubmitAndWaitTimeout(1, time.Millisecond)
+			if _, err := e.ring.SubmitAndWaitTimeout(1, time.Millisecond); err != nil && !errors.Is(err, syscall.ETIME) {
+				e.enterFailed(err)
+			}
 			e.ring.ForEachCQE(e.reapFn)
 		}
 	}
@@ -313,7 +316,7 @@ func (e *ioEngine) submit() {
 		e.w.stats.ioSubmitted.Add(uint64(n))
 	}
 	if err != nil {
-		e.w.rt.reportIOError(err)
+		e.enterFailed(err)
 		return
 	}
 	e.pending = int(e.ring.SQReady())

@@ -307,8 +307,8 @@ func (rt *Runtime) Close() error {
 	return rt.closeErr
 }
 
-// reportIOError counts an unexpected io_uring_enter failure; the worker
-// carries on (the next wait retries).
+// reportIOError counts a passing io_uring_enter failure (see enterFailed);
+// the worker carries on and the next enter retries.
 func (rt *Runtime) reportIOError(error) {
 	rt.ioErrors.Add(1)
 }

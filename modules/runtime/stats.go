@@ -16,7 +16,7 @@ type Stats struct {
 	Wakes         uint64 // times a sleeping worker was woken by another
 	IOSubmitted   uint64 // SQEs submitted
 	IOCompleted   uint64 // CQEs reaped
-	IOErrors      uint64 // unexpected errors from io_uring_enter
+	IOErrors      uint64 // passing io_uring_enter errors, retried (a broken ring stops the process: RingError)
 	Stalls        uint64 // stalls seen by the watchdog
 	Coroutines    uint64 // coroutines created (the rest were reused)
 	PerWorker     []WorkerStats
