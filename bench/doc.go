@@ -1,8 +1,8 @@
 // Package bench runs the workloads of faio-go's benchmark suite (W1 ... W8
-// and W6d of shared/bench/WORKLOADS.md) twice in one process, once on faio
-// and once on plain goroutines with the standard library, and reports both
-// side by side: the ratio of the two, taken in the same run on the same
-// machine, is the number to read.
+// and W6d, specified in bench/WORKLOADS.md, the file in this directory)
+// twice in one process, once on faio and once on plain goroutines with the
+// standard library, and reports both side by side: the ratio of the two,
+// taken in the same run on the same machine, is the number to read.
 //
 // # Parts
 //
@@ -18,8 +18,10 @@
 // GOMAXPROCS equal to its worker count, and a fresh faio runtime with that
 // many workers for the faio side. Each successful run becomes a Result,
 // printed at once as one JSON line (Result.JSONLine); RenderTable turns the
-// Outcomes into the Markdown table with the targets of WORKLOADS.md. Main
-// is the whole program behind cmd/faio-bench, flags (ParseArgs) included.
+// Outcomes into the Markdown table with the targets of WORKLOADS.md, judged
+// only at the full sizes (a -quick run's table says it is not judged,
+// RenderUnjudgedTable). Main is the whole program behind cmd/faio-bench,
+// flags (ParseArgs) included.
 //
 // # Processes
 //

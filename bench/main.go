@@ -55,9 +55,23 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	r.OnTimeout = exitOnTimeout(stderr, r.Timeout)
 	outcomes := r.Run()
 	if !o.JSONOnly && !o.Child {
-		fmt.Fprintf(stdout, "\n%s", RenderTable(outcomes, goruntime.NumCPU()))
+		fmt.Fprintf(stdout, "\n%s", renderTableFor(o, outcomes, goruntime.NumCPU()))
 	}
 	return exitCode(outcomes)
+}
+
+// renderTableFor renders the table of a run with options o. Only a run at
+// the full sizes of WORKLOADS.md is judged against the targets (on the rows
+// with cpus workers); a -quick run, or one with sizes of its own (-sizes),
+// gets a table that says it is not judged.
+func renderTableFor(o Options, outcomes []Outcome, cpus int) string {
+	switch {
+	case o.Quick:
+		return RenderUnjudgedTable(outcomes, "Quick run (-quick: a tenth of the sizes)")
+	case o.Sizes != FullSizes():
+		return RenderUnjudgedTable(outcomes, "Sizes set by -sizes")
+	}
+	return RenderTable(outcomes, cpus)
 }
 
 // exitCode is 1 if any configuration failed (skips are not failures), 0

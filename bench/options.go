@@ -48,7 +48,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	fs.StringVar(&o.Client, "client", "", "internal: run as the W7 client of the echo server at this address")
 	fs.BoolVar(&o.Child, "child", false, "internal: run the selected configurations in this process and print JSON only")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: faio-bench [flags]\n\nRuns the workloads of WORKLOADS.md with faio and with goroutines, prints a JSON line\nper configuration and a Markdown table comparing them.\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: faio-bench [flags]\n\nRuns the workloads of bench/WORKLOADS.md with faio and with goroutines, prints a JSON line\nper configuration and a Markdown table comparing them.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

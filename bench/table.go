@@ -12,6 +12,26 @@ import (
 // with targetWorkers workers (the number of CPUs), as WORKLOADS.md states
 // them; failed and skipped runs say so in their cells.
 func RenderTable(outcomes []Outcome, targetWorkers int) string {
+	return renderRows(outcomes, targetWorkers, true)
+}
+
+// NotJudged is what the met column of an unjudged table says on every row
+// that did not fail.
+const NotJudged = "not judged"
+
+// RenderUnjudgedTable writes the table of a run whose sizes are not those
+// of WORKLOADS.md (a -quick run does a tenth of the work), so its figures
+// say nothing about the targets: a line saying so and why comes first, the
+// target column is empty ("—") and the met column says NotJudged, or
+// FAILED for a run that failed, which matters at any size. why starts the
+// line: "Quick run (-quick: a tenth of the sizes)".
+func RenderUnjudgedTable(outcomes []Outcome, why string) string {
+	note := fmt.Sprintf("%s: figures not judged against the targets of bench/WORKLOADS.md.\n\n", why)
+	return note + renderRows(outcomes, 0, false)
+}
+
+// renderRows writes the table; judge false leaves every target unjudged.
+func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 	type key struct {
 		label   string
 		workers int
@@ -41,12 +61,16 @@ func RenderTable(outcomes []Outcome, targetWorkers int) string {
 		f, fok := r.byImpl[Faio]
 		g, gok := r.byImpl[Goroutines]
 		ratio, target, met := "—", "—", "—"
-		if r.workers == targetWorkers {
+		judged := judge && r.workers == targetWorkers
+		if judged {
 			target = r.w.Target.String()
+		}
+		if !judge {
+			met = NotJudged
 		}
 		if fok && gok && f.Result != nil && g.Result != nil {
 			ratio = fmt.Sprintf("%.2f", Ratio(*f.Result, *g.Result))
-			if r.workers == targetWorkers {
+			if judged {
 				ok, misses := r.w.Target.Check(*f.Result, *g.Result)
 				met = "yes"
 				if !ok {

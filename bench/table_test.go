@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -118,5 +119,122 @@ func TestWorkloadTargets(t *testing.T) {
 		if got := w.Target.String(); got != want[w.ID] {
 			t.Errorf("%s: target %q, want %q", w.ID, got, want[w.ID])
 		}
+	}
+}
+
+// tableRows returns the cells of the table's workload rows.
+func tableRows(t *testing.T, table string) [][]string {
+	t.Helper()
+	var rows [][]string
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| W") {
+			continue
+		}
+		cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "| "), " |"), " | ")
+		if len(cells) != 8 {
+			t.Fatalf("row %q has %d cells, want 8", line, len(cells))
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// checkNotJudged fails if the table judges a target anywhere: every row's
+// target cell must be "—" and its met cell NotJudged (or FAILED), and the
+// table must say first that it is not judged.
+func checkNotJudged(t *testing.T, table string) {
+	t.Helper()
+	first, _, _ := strings.Cut(table, "\n")
+	if !strings.Contains(first, "not judged against the targets") {
+		t.Errorf("the table does not start by saying it is not judged:\n%s", table)
+	}
+	rows := tableRows(t, table)
+	if len(rows) == 0 {
+		t.Fatalf("no rows in:\n%s", table)
+	}
+	for _, r := range rows {
+		if target, met := r[6], r[7]; target != "—" || (met != NotJudged && met != "FAILED") {
+			t.Errorf("%s workers=%s: target %q, met %q; want \"—\" and %q", r[0], r[1], target, met, NotJudged)
+		}
+	}
+	if strings.Contains(table, "≤") || strings.Contains(table, "| yes |") || strings.Contains(table, "| no: ") {
+		t.Errorf("the table shows a target or a verdict:\n%s", table)
+	}
+}
+
+// judgeableOutcomes miss or meet every kind of bound, so a table that
+// judged them would say so.
+func judgeableOutcomes(t *testing.T) []Outcome {
+	t.Helper()
+	w8, _ := LookupWorkload("W8")
+	return []Outcome{
+		outcome(t, "W1", Faio, 2, ns(200)),
+		outcome(t, "W1", Goroutines, 2, ns(500)),
+		outcome(t, "W1", Faio, 1, ns(300)),
+		outcome(t, "W1", Goroutines, 1, ns(400)),
+		outcome(t, "W5", Faio, 2, withP99(ns(1000), 2*time.Millisecond)),
+		outcome(t, "W5", Goroutines, 2, withP99(ns(1000), 30*time.Millisecond)),
+		outcome(t, "W6d", Faio, 2, withIOWQ(withThreads(ns(900), 22), 6)),
+		outcome(t, "W6d", Goroutines, 2, withThreads(ns(1000), 70)),
+		{Workload: w8, Impl: Faio, Workers: 2, Err: errors.New("yields done is 9 | want 10")},
+		outcome(t, "W8", Goroutines, 2, ns(100)),
+	}
+}
+
+func TestRenderUnjudgedTable(t *testing.T) {
+	got := RenderUnjudgedTable(judgeableOutcomes(t), "Quick run (-quick: a tenth of the sizes)")
+	want := strings.Join([]string{
+		"Quick run (-quick: a tenth of the sizes): figures not judged against the targets of bench/WORKLOADS.md.",
+		"",
+		"| workload | workers | faio ns/op | goroutines ns/op | faio/goroutines | details | target | met |",
+		"|---|---:|---:|---:|---:|---|---|---|",
+		"| W1-spawn | 2 | 200.0 | 500.0 | 0.40 |  | — | not judged |",
+		"| W1-spawn | 1 | 300.0 | 400.0 | 0.75 |  | — | not judged |",
+		"| W5-timers | 2 | 1000.0 | 1000.0 | 1.00 | faio p99 2.00ms; goroutines p99 30.00ms | — | not judged |",
+		"| W6d-file-read-direct | 2 | 900.0 | 1000.0 | 0.90 | faio 22 threads (6 io-wq); goroutines 70 threads | — | not judged |",
+		`| W8-yield | 2 | FAILED | 100.0 | — | faio FAILED: yields done is 9 \| want 10 | — | FAILED |`,
+		"",
+	}, "\n")
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	checkNotJudged(t, got)
+}
+
+// A -quick run (or one with -sizes) is not judged; a run at the full sizes
+// is, exactly as RenderTable judges it.
+func TestQuickRunTableNotJudged(t *testing.T) {
+	outcomes := judgeableOutcomes(t)
+	checkNotJudged(t, renderTableFor(Options{Quick: true, Sizes: QuickSizes()}, outcomes, 2))
+	checkNotJudged(t, renderTableFor(Options{Sizes: tinySizes()}, outcomes, 2))
+
+	full := renderTableFor(Options{Sizes: FullSizes()}, outcomes, 2)
+	if want := RenderTable(outcomes, 2); full != want {
+		t.Errorf("full run table:\n%s\nwant:\n%s", full, want)
+	}
+	for _, s := range []string{"| ≤ 0.5 | yes |", "| no: p99 2.00ms > 1ms |", "| no: 22 threads > 8 |"} {
+		if !strings.Contains(full, s) {
+			t.Errorf("full run table lacks %q:\n%s", s, full)
+		}
+	}
+}
+
+// The program's own -quick table, end to end (at tiny sizes, so it stays
+// fast): the runs are reported, nothing is judged.
+func TestMainQuickTableNotJudged(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := Main([]string{"-quick", "-sizes", sizesArg(t, tinySizes()), "-w", "W1,W8", "-file", t.TempDir() + "/data"}, &out, &errOut)
+	t.Log(errOut.String())
+	if code != 0 {
+		t.Fatalf("Main returned %d\n%s", code, out.String())
+	}
+	_, table, ok := strings.Cut(out.String(), "\n\n")
+	if !ok {
+		t.Fatalf("no table after the JSON lines:\n%s", out.String())
+	}
+	checkNotJudged(t, table)
+	var r Runner
+	if rows := tableRows(t, table); len(rows) != 2*len(r.WorkersFor(Workloads()[0])) {
+		t.Errorf("%d rows, want W1 and W8 at each worker count:\n%s", len(rows), table)
 	}
 }

@@ -1,7 +1,8 @@
-// Command faio-bench runs the workloads of faio-go's WORKLOADS.md (W1 ...
-// W8, W6d) with faio and with plain goroutines and the standard library,
+// Command faio-bench runs the workloads of faio-go's bench/WORKLOADS.md (W1
+// ... W8, W6d) with faio and with plain goroutines and the standard library,
 // side by side in one run, and prints a JSON line per configuration and a
-// Markdown table of the ratios against the targets:
+// Markdown table of the ratios against the targets (judged at the full sizes
+// only; a -quick table says it is not judged):
 //
 //	go run ./bench/cmd/faio-bench            # everything, full sizes
 //	go run ./bench/cmd/faio-bench -quick     # a tenth of the sizes (CI smoke run)
