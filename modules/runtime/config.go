@@ -74,6 +74,19 @@ type Config struct {
 	// OnStall, if set, is called from the watchdog goroutine for every
 	// stall it detects. It must not block.
 	OnStall func(StallInfo)
+	// OnTaskFailure receives the failures nobody observed: a task that
+	// returned an error or panicked (Err is then a *PanicError with the
+	// stack) and whose handle was never joined. A failure is reported
+	// once, at the end of the BlockOn or WaitAll it ran under, when its
+	// handle is garbage collected unjoined, or at Close, whichever comes
+	// first; a task that returns its own context's error after being
+	// cancelled has not failed. nil (the default) writes each one to the
+	// standard logger (log.Printf, so to stderr unless log.SetOutput says
+	// otherwise): "faio: task 7 failed and nobody joined it: ...". To
+	// silence it, set a hook that does nothing, or join the handle. It is
+	// called from the goroutine that ends the BlockOn, Close or from a
+	// cleanup goroutine; it must not block.
+	OnTaskFailure func(TaskFailure)
 }
 
 // StallInfo describes a worker that kept one task running past

@@ -51,6 +51,7 @@ type Runtime struct {
 	completedOutside atomic.Uint64
 	ioErrors         atomic.Uint64
 	watchdog         *watchdog
+	failures         failures
 }
 
 // New starts a runtime configured by cfg (the zero Config means defaults).
@@ -233,6 +234,9 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 // finish retires a task whose function returned (or never ran): its result
 // is published and it leaves the tree. w is the worker that ran it, or nil.
 func (rt *Runtime) finish(t *Task, w *worker) {
+	if err := t.body.failure(); err != nil {
+		rt.noteFailure(t, err)
+	}
 	t.complete()
 	t.finishTree()
 	if w != nil {
@@ -303,6 +307,8 @@ func (rt *Runtime) Close() error {
 			w.io.quiesce()
 			w.io.close()
 		}
+		// Every task has ended: what failed unjoined is reported now.
+		rt.reportUnobserved(0, true)
 	})
 	return rt.closeErr
 }

@@ -42,6 +42,9 @@ func failed[T any](err error) *JoinHandle[T] {
 // *PanicError if the task panicked. Join may be called any number of
 // times, from tasks and plain goroutines.
 func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
+	if !h.task.has(flagJoined) {
+		h.task.flags.Or(flagJoined)
+	}
 	if !h.task.has(flagCompleted) {
 		var err error
 		if t := taskFor(ctx); t != nil {
@@ -55,6 +58,9 @@ func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 			var zero T
 			return zero, err
 		}
+	}
+	if h.err != nil {
+		h.task.observed()
 	}
 	return h.val, h.err
 }
@@ -154,6 +160,7 @@ func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error)
 		return zero, ErrClosed
 	}
 	<-h.task.ext.onDetach
+	rt.reportUnobserved(h.task.id, false)
 	if rt.closing.Load() && errors.Is(h.task.Err(), context.Canceled) {
 		return zero, ErrClosed
 	}
@@ -168,6 +175,8 @@ func startRoot[T any](rt *Runtime, fn func(context.Context) (T, error)) (*JoinHa
 	if !rt.newTask(&h.task, h, rt.root, context.Background(), nil) {
 		return nil, false
 	}
+	// The root's result is BlockOn's (or WaitAll's): it is observed.
+	h.task.flags.Or(flagJoined)
 	rt.spawnedOutside.Add(1)
 	rt.submit(&h.task)
 	return h, true
@@ -193,6 +202,7 @@ func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, 
 	}
 	for _, h := range handles {
 		<-h.task.ext.onDetach
+		rt.reportUnobserved(h.task.id, false)
 	}
 	if closed || rt.closing.Load() {
 		return nil, ErrClosed

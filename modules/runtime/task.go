@@ -78,6 +78,7 @@ type taskExt struct {
 	finishCh   chan struct{} // JoinHandle.Done
 	stopExt    func() bool   // detaches from an external parent
 	onDetach   chan struct{} // closed when the task leaves the tree (BlockOn roots)
+	failure    *failureRec   // a failure waiting to be joined or reported
 }
 
 // Bits of Task.flags.
@@ -85,6 +86,7 @@ const (
 	flagExternal  = 1 << iota // parent is not the tree parent
 	flagLinked                // in treeParent.children
 	flagCompleted             // the result is published
+	flagJoined                // Join was called: a failure is observed
 )
 
 // kidsFinished is added to Task.kids when the task's function returns; kids
@@ -96,6 +98,8 @@ const kidsFinished = 1 << 40
 type taskBody interface {
 	run(ctx *Task)
 	fail(err error)
+	failure() error                  // the task's error, nil if it succeeded
+	reportIfDropped(rec *failureRec) // report rec if the handle is dropped unjoined
 }
 
 type afterFunc struct {
