@@ -6,9 +6,14 @@
 # It builds outdir/libfaio.so from ./capi unless LIBFAIO_DIR names a
 # directory that already has one, then compiles main.c into
 # outdir/faio-example-c with an rpath to the library's directory, so the
-# program runs without LD_LIBRARY_PATH. The compiler line alone is:
+# program runs without LD_LIBRARY_PATH. By hand, from the checkout root
+# after `go run mage.go build:capi` (which writes build/libfaio.so):
 #
-#     gcc -std=c11 -Wall -Werror -Iinclude examples/c/main.c -Lbuild -lfaio -pthread
+#     gcc -std=c11 -Wall -Werror -Iinclude examples/c/main.c -Lbuild -lfaio -pthread \
+#         -Wl,-rpath,"$PWD/build" -o build/faio-example-c
+#
+# Without the -Wl,-rpath the program links but cannot find libfaio.so when
+# it starts; run it as LD_LIBRARY_PATH=build build/faio-example-c then.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -1,0 +1,64 @@
+// Command taste is the program behind the README's "A taste": a task
+// writes a file and reads it back through its worker's io_uring, then a
+// child task takes a coroutine-aware mutex and sleeps on the worker's timer
+// wheel before handing the byte count back.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio/modules/sync"
+)
+
+func run(name string) (int, error) {
+	rt, err := runtime.New(runtime.Config{}) // zero value: GOMAXPROCS workers, sane defaults
+	if err != nil {
+		return 0, err
+	}
+	defer rt.Close()
+
+	var mu sync.Mutex // github.com/faio-go/faio/modules/sync
+	return runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+		if err := runtime.WriteFile(ctx, name, []byte("hello, io_uring\n"), 0o644); err != nil {
+			return 0, err
+		}
+		f, err := runtime.Open(ctx, name) // read through this worker's io_uring
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close(ctx)
+		buf := make([]byte, 4096)
+		n, err := f.ReadAt(ctx, buf, 0)
+		if err != nil && err != io.EOF {
+			return 0, err
+		}
+		h := runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			if err := mu.Lock(ctx); err != nil { // suspends the task, not the worker
+				return 0, err
+			}
+			defer mu.Unlock()
+			return n, runtime.Sleep(ctx, 10*time.Millisecond) // on the worker's timer wheel
+		})
+		return h.Join(ctx) // BlockOn also waits for everything spawned under it
+	})
+}
+
+func main() {
+	dir, err := os.MkdirTemp("", "faio-taste-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	n, err := run(filepath.Join(dir, "hello.txt"))
+	os.RemoveAll(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("read %d bytes back through io_uring\n", n)
+}
