@@ -92,7 +92,7 @@ func runtimeOf(ctx context.Context) (*Runtime, error) {
 	if t := Current(ctx); t != nil {
 		return t.rt, nil
 	}
-	return nil, ErrNoRuntime
+	return nil, errNoRuntimeIO
 }
 
 // fileErr is the error of a file operation: the bare errno, as os reports

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,10 +19,16 @@ var (
 	ErrClosed = errors.New("runtime: closed")
 	// ErrOnWorker: a call that waits for the runtime (BlockOn, WaitAll,
 	// Close) was made from one of its own tasks, where it would deadlock.
-	ErrOnWorker = errors.New("runtime: blocking call from a faio task; use Spawn and Join instead")
-	// ErrNoRuntime: Spawn was given a context that carries no faio task,
-	// so there is no runtime to spawn on (use SpawnOn).
-	ErrNoRuntime = errors.New("runtime: context carries no faio task; use SpawnOn(rt, fn) outside tasks")
+	ErrOnWorker = errors.New("runtime: BlockOn, WaitAll and Close wait for the runtime and cannot run in one of its tasks: " +
+		"inside a task, Spawn and Join the work instead of BlockOn; call Close from the goroutine that owns the runtime, " +
+		"after its BlockOn returns (or Cancel the tasks to end them)")
+	// ErrNoRuntime: a context that carries no faio task was given where a
+	// task's context is needed (Spawn, Submit, and the I/O functions such
+	// as Open or Listen), so there is no runtime to use. Outside tasks,
+	// use SpawnOn, SubmitOn and the Runtime's methods (rt.Open, rt.Listen).
+	ErrNoRuntime = errors.New("runtime: the context carries no faio task: from a plain goroutine, spawn with SpawnOn(rt, fn) and submit with SubmitOn(ctx, rt, op)")
+	// errNoRuntimeIO is ErrNoRuntime as the I/O functions return it.
+	errNoRuntimeIO = fmt.Errorf("%w; for I/O, call the method of the same name on the Runtime (rt.Open, rt.Listen, rt.Dial, ...)", ErrNoRuntime)
 	// ErrGoexit: the task called runtime.Goexit (t.FailNow in a test, say).
 	ErrGoexit = errors.New("runtime: task called runtime.Goexit")
 )

@@ -354,3 +354,19 @@ func TestCloseFromLockedThread(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The errors for calls made in the wrong place say what to do instead.
+func TestMisplacedCallErrorsPointTheRightWay(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	_, err := Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if !errors.Is(err, ErrNoRuntime) || !contains(err.Error(), "rt.Listen") {
+		t.Errorf("Listen outside a task: %v; want ErrNoRuntime pointing to rt.Listen", err)
+	}
+	if _, err := Spawn(context.Background(), func(context.Context) (int, error) { return 0, nil }).Join(context.Background()); !errors.Is(err, ErrNoRuntime) || !contains(err.Error(), "SpawnOn(rt, fn)") {
+		t.Errorf("Spawn outside a task: %v; want ErrNoRuntime pointing to SpawnOn", err)
+	}
+	closeErr, _ := BlockOn(rt, func(ctx context.Context) (error, error) { return rt.Close(), nil })
+	if !errors.Is(closeErr, ErrOnWorker) || !contains(closeErr.Error(), "call Close from the goroutine that owns the runtime") {
+		t.Errorf("Close in a task: %v; want ErrOnWorker saying where to call Close", closeErr)
+	}
+}
