@@ -79,4 +79,16 @@
 // suspends the task: the context only decides cancellation.)
 //
 // Tasks are cancelled, never killed: Close waits for every task to return.
+//
+// A task that fails (returns an error or panics) while nobody joins its
+// handle is not lost silently: the failure is reported once, to
+// Config.OnTaskFailure or by default to the standard logger with the
+// panic's stack, when the BlockOn it ran under returns, when its handle is
+// garbage collected, or at Close. Join the handle, or set the hook, to
+// handle failures yourself.
+//
+// A worker whose io_uring can no longer be entered (its descriptor closed
+// or reused by mistake elsewhere in the program) stops the process with a
+// RingError, as Go's netpoller does when its epoll descriptor fails:
+// operations in flight there can neither complete nor be cancelled safely.
 package runtime

@@ -128,3 +128,43 @@ func ExampleSuspend() {
 	fmt.Println(n, err)
 	// Output: 3 <nil>
 }
+
+// A task that fails while nobody joins it is reported, here to a hook,
+// when the BlockOn it ran under returns. Without the hook the report goes
+// to the standard logger (with the stack of a panic).
+func ExampleConfig_onTaskFailure() {
+	rt, err := runtime.New(runtime.Config{
+		Workers: 1,
+		OnTaskFailure: func(f runtime.TaskFailure) {
+			var pe *runtime.PanicError
+			if errors.As(f.Err, &pe) {
+				fmt.Println("unjoined task panicked:", pe.Value)
+				return
+			}
+			fmt.Println("unjoined task failed:", f.Err)
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+
+	v, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+		joined := runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			panic("bug") // joined below: the joiner sees it, no report
+		})
+		if _, err := joined.Join(ctx); err != nil {
+			fmt.Println("joined task's error handled by its joiner")
+		}
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			return 0, errors.New("disk full") // nobody joins this one
+		})
+		return 42, nil
+	})
+	fmt.Println(v, err)
+	// Output:
+	// joined task's error handled by its joiner
+	// unjoined task failed: disk full
+	// 42 <nil>
+}
