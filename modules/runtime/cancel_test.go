@@ -437,25 +437,25 @@ func rescueQueuedTasks(t *testing.T, rt *Runtime) {
 }
 
 // 10,000 sleeps of 1..50 ms: none wakes early, and the p99 lateness stays
-// under 5 ms. The first round warms the runtime up (coroutines created, heap
-// grown: the garbage collections of a cold start stop the world for
-// milliseconds on a loaded machine); the second is measured.
+// under 5 ms.
+//
+// What is measured is the runtime's timer path, not the garbage collector
+// nor the machine's hiccups. A GC cycle landing in a measured round adds
+// its pauses to whichever sleeps end during it (p99 up to 13 ms in 5 of 20
+// runs), so the heap is collected first and the collector stays off while
+// the rounds run. This 2-vCPU machine also stalls now and then for some
+// milliseconds, for faio and goroutines alike but not at the same moments
+// (one round in 12 or so had a p99 of 7-15 ms, on either side). So after a
+// warm-up round five rounds are measured and their median p99 is judged:
+// under 5 ms, or else no worse than 1.5x the median p99 of plain goroutines
+// with time.Sleep doing the same burst, measured the same way in this run.
 func TestTimingSleepNeverEarlyAndP99Lateness(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
-	const n = 10000
-	late := make([]time.Duration, n)
+	const n, rounds = 10000, 5
 	var early atomic.Int32
-	// What is measured is the runtime's timer path, not the garbage
-	// collector: a GC cycle landing in the measured round adds its pauses
-	// and assist work to whichever sleeps end during it (p99 up to 13 ms
-	// in 5 of 20 runs). So the heap is collected first and the collector
-	// stays off for the two rounds (10,000 small tasks each); round 0
-	// warms up the coroutine pools and the wheel, round 1 is measured.
-	goruntime.GC()
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	for round := 0; round < 2; round++ {
+	faio := sleepBurstP99s(n, rounds, func(late []time.Duration) {
 		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
-			for i := 0; i < n; i++ {
+			for i := range late {
 				d := time.Duration(1+i%50) * time.Millisecond
 				Spawn(ctx, func(ctx context.Context) (int, error) {
 					start := time.Now()
@@ -475,12 +475,12 @@ func TestTimingSleepNeverEarlyAndP99Lateness(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if early.Load() != 0 {
-			t.Fatalf("%d sleeps woke early", early.Load())
-		}
+	})
+	if early.Load() != 0 {
+		t.Fatalf("%d sleeps woke early", early.Load())
 	}
-	p50, p99 := percentile(late, 0.5), percentile(late, 0.99)
-	t.Logf("sleep lateness p50 = %v, p99 = %v", p50, p99)
+	p99 := median(faio)
+	t.Logf("sleep lateness p99 of %d rounds: %v (median %v)", rounds, faio, p99)
 	if raceEnabled {
 		return
 	}
@@ -490,10 +490,47 @@ func TestTimingSleepNeverEarlyAndP99Lateness(t *testing.T) {
 		// machine.
 		t.Skipf("machine busy (this process got %.0f%% of 2 CPUs); p99 %v not checked", share*100, p99)
 	}
-	if p99 > 5*time.Millisecond {
-		t.Fatalf("p99 lateness %v > 5ms", p99)
+	if p99 <= 5*time.Millisecond {
+		return
+	}
+	goroutines := sleepBurstP99s(n, rounds, func(late []time.Duration) {
+		var wg sync.WaitGroup
+		wg.Add(len(late))
+		for i := range late {
+			d := time.Duration(1+i%50) * time.Millisecond
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				time.Sleep(d)
+				late[i] = time.Since(start) - d
+			}()
+		}
+		wg.Wait()
+	})
+	base := median(goroutines)
+	t.Logf("goroutines with time.Sleep in the same run: p99 of %d rounds %v (median %v)", rounds, goroutines, base)
+	if p99 > base*3/2 {
+		t.Fatalf("median p99 lateness %v > 5ms and > 1.5x goroutines' %v", p99, base)
 	}
 }
+
+// sleepBurstP99s runs burst (which fills late with the lateness of n
+// sleeps) once to warm up and then rounds times, with the collector off,
+// and returns the p99 of each measured round.
+func sleepBurstP99s(n, rounds int, burst func(late []time.Duration)) []time.Duration {
+	goruntime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	late := make([]time.Duration, n)
+	burst(late)
+	p99s := make([]time.Duration, rounds)
+	for r := range p99s {
+		burst(late)
+		p99s[r] = percentile(late, 0.99)
+	}
+	return p99s
+}
+
+func median(ds []time.Duration) time.Duration { return percentile(ds, 0.5) }
 
 // cpuShare spins n goroutines for d and returns the fraction of n CPUs the
 // process actually got: about 1 on an idle machine.
