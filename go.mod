@@ -5,6 +5,7 @@ go 1.26.0
 require github.com/magefile/mage v1.17.2
 
 require (
+	github.com/faio-go/faio/modules/aio v0.0.0
 	github.com/faio-go/faio/modules/channel v0.0.0
 	github.com/faio-go/faio/modules/runtime v0.0.0
 	github.com/faio-go/faio/modules/sync v0.0.0
@@ -19,6 +20,7 @@ require (
 )
 
 replace (
+	github.com/faio-go/faio/modules/aio => ./modules/aio
 	github.com/faio-go/faio/modules/channel => ./modules/channel
 	github.com/faio-go/faio/modules/ringq => ./modules/ringq
 	github.com/faio-go/faio/modules/runtime => ./modules/runtime

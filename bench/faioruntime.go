@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // withRuntime runs fn on a new faio runtime with workers workers and closes
 // the runtime afterwards; starting and closing it are not part of any
 // measurement.
-func withRuntime(workers int, fn func(rt *runtime.Runtime) error) error {
-	rt, err := runtime.New(runtime.Config{Workers: workers})
+func withRuntime(workers int, fn func(rt *faio.Runtime) error) error {
+	rt, err := faio.New(faio.Config{Workers: workers})
 	if err != nil {
 		return fmt.Errorf("bench: starting faio: %w", err)
 	}
@@ -26,9 +26,9 @@ func withRuntime(workers int, fn func(rt *runtime.Runtime) error) error {
 // timeBlockOn runs root as the root task of rt and returns how long
 // BlockOn took, which includes every task root spawned (BlockOn returns
 // only once they have all finished).
-func timeBlockOn(rt *runtime.Runtime, root func(ctx context.Context) error) (time.Duration, error) {
+func timeBlockOn(rt *faio.Runtime, root func(ctx context.Context) error) (time.Duration, error) {
 	start := time.Now()
-	_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+	_, err := faio.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, root(ctx)
 	})
 	return time.Since(start), err
@@ -38,7 +38,7 @@ func timeBlockOn(rt *runtime.Runtime, root func(ctx context.Context) error) (tim
 // in errs; BlockOn waits for them.
 func spawnEach(ctx context.Context, n int, errs *firstError, body func(ctx context.Context, i int) error) {
 	for i := range n {
-		runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+		faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 			errs.set(body(ctx, i))
 			return struct{}{}, nil
 		})

@@ -3,14 +3,16 @@ module github.com/faio-go/faio/bench
 go 1.26.0
 
 require (
-	github.com/faio-go/faio/modules/channel v0.0.0
-	github.com/faio-go/faio/modules/runtime v0.0.0
-	github.com/faio-go/faio/modules/sync v0.0.0
+	github.com/faio-go/faio v0.0.0
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
 )
 
 require (
+	github.com/faio-go/faio/modules/aio v0.0.0 // indirect
+	github.com/faio-go/faio/modules/channel v0.0.0 // indirect
+	github.com/faio-go/faio/modules/runtime v0.0.0 // indirect
+	github.com/faio-go/faio/modules/sync v0.0.0 // indirect
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
@@ -19,6 +21,8 @@ require (
 )
 
 replace (
+	github.com/faio-go/faio => ..
+	github.com/faio-go/faio/modules/aio => ../modules/aio
 	github.com/faio-go/faio/modules/channel => ../modules/channel
 	github.com/faio-go/faio/modules/ringq => ../modules/ringq
 	github.com/faio-go/faio/modules/runtime => ../modules/runtime

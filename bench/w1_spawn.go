@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // W1: spawn Spawns tasks that do nothing but mark themselves done, and
@@ -17,11 +17,11 @@ func spawnFaio(env *Env) (Measurement, error) {
 	n := env.Sizes.Spawns
 	done := make([]byte, n)
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *runtime.Runtime) error {
+	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			for i := range n {
-				runtime.Spawn(ctx, func(context.Context) (struct{}, error) {
+				faio.Spawn(ctx, func(context.Context) (struct{}, error) {
 					done[i] = 1
 					return struct{}{}, nil
 				})

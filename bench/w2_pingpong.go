@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faio-go/faio/modules/channel"
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // W2: two tasks pass a counter back and forth over two capacity-1
@@ -19,18 +18,18 @@ func pingPongFaio(env *Env) (Measurement, error) {
 	n := env.Sizes.PingPongs
 	final := 0
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *runtime.Runtime) error {
+	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
-			pingTx, pingRx := channel.New[int](1)
-			pongTx, pongRx := channel.New[int](1)
-			peer := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			pingTx, pingRx := faio.NewChannel[int](1)
+			pongTx, pongRx := faio.NewChannel[int](1)
+			peer := faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				defer pongTx.Close()
 				defer pingRx.Close()
 				want := 0
 				for {
 					v, err := pingRx.Recv(ctx)
-					if errors.Is(err, channel.ErrClosed) {
+					if errors.Is(err, faio.ErrChannelClosed) {
 						return struct{}{}, nil
 					}
 					if err != nil {

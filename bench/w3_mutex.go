@@ -5,8 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
-	fsync "github.com/faio-go/faio/modules/sync"
+	"github.com/faio-go/faio"
 )
 
 // W3: MutexTasks tasks each do MutexIters x (lock; counter++; unlock) on
@@ -15,11 +14,11 @@ import (
 
 func mutexFaio(env *Env) (Measurement, error) {
 	s := env.Sizes
-	var mu fsync.Mutex
+	var mu faio.Mutex
 	counter := 0
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *runtime.Runtime) error {
+	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			spawnEach(ctx, s.MutexTasks, &errs, func(ctx context.Context, _ int) error {

@@ -6,8 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faio-go/faio/modules/channel"
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // W4: Producers tasks send ItemsPerProducer integers each into one channel
@@ -26,13 +25,13 @@ func mpmcFaio(env *Env) (Measurement, error) {
 	tallies := make([]tally, s.Consumers)
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *runtime.Runtime) error {
+	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
-			tx, rx := channel.New[int64](s.ChanCap)
+			tx, rx := faio.NewChannel[int64](s.ChanCap)
 			// Every task owns one end and closes it when done: the
 			// receivers see ErrClosed once the last producer closed.
-			txs, rxs := []*channel.Sender[int64]{tx}, []*channel.Receiver[int64]{rx}
+			txs, rxs := []*faio.Sender[int64]{tx}, []*faio.Receiver[int64]{rx}
 			for range s.Producers - 1 {
 				txs = append(txs, tx.Clone())
 			}
@@ -45,7 +44,7 @@ func mpmcFaio(env *Env) (Measurement, error) {
 				var t tally
 				for {
 					v, err := rx.Recv(ctx)
-					if errors.Is(err, channel.ErrClosed) {
+					if errors.Is(err, faio.ErrChannelClosed) {
 						tallies[c] = t
 						return nil
 					}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // W5: Timers tasks each sleep a pseudo-random duration in
@@ -49,12 +49,12 @@ func timersFaio(env *Env) (Measurement, error) {
 	late := newLateness(len(ds))
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *runtime.Runtime) error {
+	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			spawnEach(ctx, len(ds), &errs, func(ctx context.Context, i int) error {
 				start := time.Now()
-				if err := runtime.Sleep(ctx, ds[i]); err != nil {
+				if err := faio.Sleep(ctx, ds[i]); err != nil {
 					return err
 				}
 				late[i] = time.Since(start) - ds[i]

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // W6: InFlight tasks share Reads random BlockSize reads (fixed seeds,
@@ -60,8 +60,8 @@ func readFaio(env *Env, reads, flag int, newBuf func(size int) []byte) (Measurem
 	s := env.Sizes
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *runtime.Runtime) error {
-		f, err := rt.OpenFile(context.Background(), env.File, flag, 0)
+	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+		f, err := faio.OpenFile(faio.WithRuntime(context.Background(), rt), env.File, flag, 0)
 		if err != nil {
 			return err
 		}

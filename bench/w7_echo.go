@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // W7: an echo server on 127.0.0.1, one task (or goroutine) per connection
@@ -34,14 +34,14 @@ type echoTotals struct {
 func echoFaio(env *Env) (Measurement, error) {
 	var report ClientReport
 	var totals echoTotals
-	err := withRuntime(env.Workers, func(rt *runtime.Runtime) error {
+	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
 		bg := context.Background()
-		l, err := rt.Listen(bg, "tcp", "127.0.0.1:0")
+		l, err := faio.Listen(faio.WithRuntime(bg, rt), "tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		server := runtime.SpawnOn(rt, func(ctx context.Context) (echoTotals, error) {
-			var hs []*runtime.JoinHandle[int64]
+		server := faio.SpawnOn(rt, func(ctx context.Context) (echoTotals, error) {
+			var hs []*faio.JoinHandle[int64]
 			var acceptErr error
 			for {
 				c, err := l.Accept(ctx)
@@ -51,7 +51,7 @@ func echoFaio(env *Env) (Measurement, error) {
 					}
 					break
 				}
-				hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int64, error) {
+				hs = append(hs, faio.Spawn(ctx, func(ctx context.Context) (int64, error) {
 					return echoConnFaio(ctx, c)
 				}))
 			}
@@ -77,7 +77,7 @@ func echoFaio(env *Env) (Measurement, error) {
 	return echoResult(env.Sizes, report, totals)
 }
 
-func echoConnFaio(ctx context.Context, c *runtime.Conn) (int64, error) {
+func echoConnFaio(ctx context.Context, c *faio.Conn) (int64, error) {
 	defer c.Close(ctx)
 	buf := make([]byte, echoBuffer)
 	var total int64

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // W8: YieldTasks tasks each yield to the scheduler Yields times (faio's
@@ -18,12 +18,12 @@ func yieldFaio(env *Env) (Measurement, error) {
 	counts := make([]int64, s.YieldTasks)
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *runtime.Runtime) error {
+	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			spawnEach(ctx, s.YieldTasks, &errs, func(ctx context.Context, i int) error {
 				for range s.Yields {
-					if err := runtime.Yield(ctx); err != nil {
+					if err := faio.Yield(ctx); err != nil {
 						return err
 					}
 					counts[i]++

@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio"
 )
 
 // cHosts builds libfaio.so and the C and C++ examples against it (with
 // examples/c/build.sh and examples/cpp/build.sh, which need gcc and g++),
 // runs them, and reports their last line. The demo runs from the
 // repository root (go run mage.go demo).
-func cHosts(*runtime.Runtime) (string, error) {
+func cHosts(*faio.Runtime) (string, error) {
 	dir, err := os.MkdirTemp("", "faio-demo-c-")
 	if err != nil {
 		return "", err

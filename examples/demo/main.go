@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/faio-go/faio"
 	"github.com/faio-go/faio/modules/runtime"
 	"github.com/faio-go/faio/modules/uring"
 )
@@ -31,7 +32,7 @@ func main() {
 }
 
 func run() error {
-	rt, err := runtime.New(runtime.Config{})
+	rt, err := faio.New(faio.Config{})
 	if err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func run() error {
 	fmt.Printf("faio-go demo: %d workers, one io_uring and one timer wheel each\n", rt.Workers())
 	for _, step := range []struct {
 		name string
-		fn   func(*runtime.Runtime) (string, error)
+		fn   func(*faio.Runtime) (string, error)
 	}{
 		{"spawn", spawnTree},
 		{"timers", timers},
@@ -63,7 +64,7 @@ func run() error {
 
 // spawnTree spawns a tree of 111,110 tasks (10 levels of fan-out 10, five
 // deep) and checks that every one ran once before BlockOn returned.
-func spawnTree(rt *runtime.Runtime) (string, error) {
+func spawnTree(rt *faio.Runtime) (string, error) {
 	var ran atomic.Int64
 	var grow func(ctx context.Context, depth int)
 	grow = func(ctx context.Context, depth int) {
@@ -71,7 +72,7 @@ func spawnTree(rt *runtime.Runtime) (string, error) {
 			return
 		}
 		for range 10 {
-			runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				ran.Add(1)
 				grow(ctx, depth+1)
 				return struct{}{}, nil
@@ -79,7 +80,7 @@ func spawnTree(rt *runtime.Runtime) (string, error) {
 		}
 	}
 	start := time.Now()
-	_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+	_, err := faio.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
 		grow(ctx, 0)
 		return struct{}{}, nil
 	})
@@ -97,16 +98,16 @@ func spawnTree(rt *runtime.Runtime) (string, error) {
 
 // timers puts 20,000 tasks to sleep for 1..100 ms and reports how late
 // they woke; none may wake early.
-func timers(rt *runtime.Runtime) (string, error) {
+func timers(rt *faio.Runtime) (string, error) {
 	const n = 20000
 	late := make([]time.Duration, n)
 	start := time.Now()
-	_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+	_, err := faio.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
 		for i := range n {
 			d := time.Duration(1+i%100) * time.Millisecond
-			runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				t0 := time.Now()
-				if err := runtime.Sleep(ctx, d); err != nil {
+				if err := faio.Sleep(ctx, d); err != nil {
 					return struct{}{}, err
 				}
 				late[i] = time.Since(t0) - d
@@ -139,7 +140,7 @@ func (o *readOp) Prep(sqe *uring.SQE) { sqe.PrepRead(o.fd, o.buf, o.off) }
 
 // fileRead writes a 32 MiB file of random bytes, reads it back in 64 KiB
 // pieces from 64 tasks through io_uring, and compares SHA-256 sums.
-func fileRead(rt *runtime.Runtime) (string, error) {
+func fileRead(rt *faio.Runtime) (string, error) {
 	const size, piece, readers = 32 << 20, 64 << 10, 64
 	data := make([]byte, size)
 	if _, err := rand.Read(data); err != nil {
@@ -161,9 +162,9 @@ func fileRead(rt *runtime.Runtime) (string, error) {
 	defer f.Close()
 	got := make([]byte, size)
 	start := time.Now()
-	_, err = runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+	_, err = faio.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
 		for r := range readers {
-			runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				for off := r * piece; off < size; off += readers * piece {
 					op := &readOp{fd: int(f.Fd()), buf: got[off : off+piece], off: uint64(off)}
 					res, err := runtime.Submit(ctx, op)

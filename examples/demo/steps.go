@@ -12,14 +12,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/faio-go/faio/modules/channel"
-	"github.com/faio-go/faio/modules/runtime"
-	fsync "github.com/faio-go/faio/modules/sync"
+	"github.com/faio-go/faio"
 )
 
-// fileCopy copies a 32 MiB file of random bytes with runtime.File through
+// fileCopy copies a 32 MiB file of random bytes with faio.File through
 // the rings, 16 tasks each copying its own stripe, and compares checksums.
-func fileCopy(rt *runtime.Runtime) (string, error) {
+func fileCopy(rt *faio.Runtime) (string, error) {
 	const size, piece, copiers = 32 << 20, 256 << 10, 16
 	dir, err := os.MkdirTemp("", "faio-demo-copy-")
 	if err != nil {
@@ -35,20 +33,20 @@ func fileCopy(rt *runtime.Runtime) (string, error) {
 		return "", err
 	}
 	start := time.Now()
-	_, err = runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
-		in, err := runtime.Open(ctx, src)
+	_, err = faio.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		in, err := faio.Open(ctx, src)
 		if err != nil {
 			return struct{}{}, err
 		}
 		defer in.Close(ctx)
-		out, err := runtime.Create(ctx, dst)
+		out, err := faio.Create(ctx, dst)
 		if err != nil {
 			return struct{}{}, err
 		}
 		defer out.Close(ctx)
-		var hs []*runtime.JoinHandle[struct{}]
+		var hs []*faio.JoinHandle[struct{}]
 		for c := range copiers {
-			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			hs = append(hs, faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				buf := make([]byte, piece)
 				for off := int64(c * piece); off < size; off += copiers * piece {
 					n, err := in.ReadAt(ctx, buf, off)
@@ -86,24 +84,24 @@ func fileCopy(rt *runtime.Runtime) (string, error) {
 
 // echo runs a TCP echo server on 127.0.0.1 and 200 client tasks doing 200
 // round trips of 1 KiB each; every byte that comes back is checked.
-func echo(rt *runtime.Runtime) (string, error) {
+func echo(rt *faio.Runtime) (string, error) {
 	const clients, trips, size = 200, 200, 1024
 	start := time.Now()
-	_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
-		ln, err := runtime.Listen(ctx, "tcp", "127.0.0.1:0")
+	_, err := faio.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		ln, err := faio.Listen(ctx, "tcp", "127.0.0.1:0")
 		if err != nil {
 			return struct{}{}, err
 		}
 		srvCtx, stop := context.WithCancel(ctx)
 		defer stop()
-		runtime.Spawn(srvCtx, func(ctx context.Context) (struct{}, error) {
+		faio.Spawn(srvCtx, func(ctx context.Context) (struct{}, error) {
 			defer ln.Close(context.Background())
 			for {
 				conn, err := ln.Accept(ctx)
 				if err != nil {
 					return struct{}{}, nil // cancelled: the demo is over
 				}
-				runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 					defer conn.Close(context.Background())
 					buf := make([]byte, size)
 					for {
@@ -119,10 +117,10 @@ func echo(rt *runtime.Runtime) (string, error) {
 			}
 		})
 		addr := ln.Addr().String()
-		var hs []*runtime.JoinHandle[struct{}]
+		var hs []*faio.JoinHandle[struct{}]
 		for c := range clients {
-			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
-				conn, err := runtime.Dial(ctx, "tcp", addr)
+			hs = append(hs, faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				conn, err := faio.Dial(ctx, "tcp", addr)
 				if err != nil {
 					return struct{}{}, err
 				}
@@ -165,17 +163,17 @@ func echo(rt *runtime.Runtime) (string, error) {
 // pipeline sends 400,000 numbers from 4 producer tasks through one channel
 // of capacity 64 to 4 consumer tasks that count them in a map guarded by a
 // faio Mutex; the counts and the sum must come out exact.
-func pipeline(rt *runtime.Runtime) (string, error) {
+func pipeline(rt *faio.Runtime) (string, error) {
 	const producers, consumers, per = 4, 4, 100000
-	var mu fsync.Mutex
+	var mu faio.Mutex
 	seen := make(map[int]int)
 	var sum int64
 	start := time.Now()
-	_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
-		tx, rx := channel.New[int](64)
+	_, err := faio.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		tx, rx := faio.NewChannel[int](64)
 		for p := range producers {
 			tx := tx.Clone()
-			runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				defer tx.Close()
 				for i := range per {
 					if err := tx.Send(ctx, p*per+i); err != nil {
@@ -188,7 +186,7 @@ func pipeline(rt *runtime.Runtime) (string, error) {
 		tx.Close() // the clones keep the channel open until the producers finish
 		for range consumers {
 			rx := rx.Clone()
-			runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				defer rx.Close()
 				for v := range rx.All(ctx) {
 					if err := mu.Lock(ctx); err != nil {

@@ -13,23 +13,22 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/faio-go/faio/modules/runtime"
-	"github.com/faio-go/faio/modules/sync"
+	"github.com/faio-go/faio"
 )
 
 func run(name string) (int, error) {
-	rt, err := runtime.New(runtime.Config{}) // zero value: GOMAXPROCS workers, sane defaults
+	rt, err := faio.New(faio.Config{}) // zero value: GOMAXPROCS workers, sane defaults
 	if err != nil {
 		return 0, err
 	}
 	defer rt.Close()
 
-	var mu sync.Mutex // github.com/faio-go/faio/modules/sync
-	return runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
-		if err := runtime.WriteFile(ctx, name, []byte("hello, io_uring\n"), 0o644); err != nil {
+	var mu faio.Mutex // suspends a task that waits, never its worker
+	return faio.BlockOn(rt, func(ctx context.Context) (int, error) {
+		if err := faio.WriteFile(ctx, name, []byte("hello, io_uring\n"), 0o644); err != nil {
 			return 0, err
 		}
-		f, err := runtime.Open(ctx, name) // read through this worker's io_uring
+		f, err := faio.Open(ctx, name) // read through this worker's io_uring
 		if err != nil {
 			return 0, err
 		}
@@ -39,12 +38,12 @@ func run(name string) (int, error) {
 		if err != nil && err != io.EOF {
 			return 0, err
 		}
-		h := runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+		h := faio.Spawn(ctx, func(ctx context.Context) (int, error) {
 			if err := mu.Lock(ctx); err != nil { // suspends the task, not the worker
 				return 0, err
 			}
 			defer mu.Unlock()
-			return n, runtime.Sleep(ctx, 10*time.Millisecond) // on the worker's timer wheel
+			return n, faio.Sleep(ctx, 10*time.Millisecond) // on the worker's timer wheel
 		})
 		return h.Join(ctx) // BlockOn also waits for everything spawned under it
 	})

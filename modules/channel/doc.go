@@ -12,9 +12,10 @@
 //
 // Send, Recv and Select suspend the calling task when they must wait, and
 // block the calling goroutine when ctx carries no task, so one channel can
-// connect tasks, plain goroutines, or both. A task must pass its own
-// context or one derived from it; any other context makes the call block
-// the task's worker like a goroutine. Every wait honours its context: when
+// connect tasks, plain goroutines, or both. A task that passes a context
+// that is not its own (context.Background() in a deferred call, say) still
+// suspends, never blocking its worker; the context decides only when the
+// wait is cancelled. Every wait honours its context: when
 // ctx ends the operation leaves the queue and returns ctx.Err() having
 // moved nothing, unless a peer completed it first, in which case it
 // succeeds.

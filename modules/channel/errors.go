@@ -11,15 +11,15 @@ var (
 	// after the last Receiver closed) or through an end that was itself
 	// closed. Send and TrySend return it wrapped in a *SendError that gives
 	// the value back.
-	ErrClosed = errors.New("channel: closed")
+	ErrClosed = errors.New("faio/channel: closed")
 
 	// ErrFull is returned by TrySend when the value could neither be handed
 	// to a waiting receiver nor buffered. The value was not sent.
-	ErrFull = errors.New("channel: full")
+	ErrFull = errors.New("faio/channel: full")
 
 	// ErrEmpty is returned by TryRecv when there is neither a buffered
 	// value nor a waiting sender.
-	ErrEmpty = errors.New("channel: empty")
+	ErrEmpty = errors.New("faio/channel: empty")
 
 	// errEndClosed is what Close returns for an end closed before: the
 	// counts of ends were not touched.
@@ -36,7 +36,7 @@ type SendError[T any] struct {
 }
 
 // Error implements error.
-func (e *SendError[T]) Error() string { return "channel: send on closed channel" }
+func (e *SendError[T]) Error() string { return "faio/channel: send on closed channel" }
 
 // Unwrap returns ErrClosed.
 func (e *SendError[T]) Unwrap() error { return ErrClosed }

@@ -76,7 +76,7 @@ func ExampleSendError() {
 	}
 	fmt.Println(errors.Is(err, channel.ErrClosed))
 	// Output:
-	// channel: send on closed channel; kept "report"
+	// faio/channel: send on closed channel; kept "report"
 	// true
 }
 

@@ -80,7 +80,7 @@ func ExampleGlobalQueue() {
 	last, _ := q.Pop()
 	fmt.Println(batch, last, q.Len())
 	// Output:
-	// ringq: queue closed
+	// faio/ringq: queue closed
 	// [root x y] z 0
 }
 

@@ -99,7 +99,7 @@ type StallInfo struct {
 }
 
 // ErrInvalidConfig is wrapped by every error New returns for a bad Config.
-var ErrInvalidConfig = errors.New("runtime: invalid config")
+var ErrInvalidConfig = errors.New("faio/runtime: invalid config")
 
 // withDefaults returns c with every zero field set to its default and an
 // error naming every field that is out of range.

@@ -20,7 +20,7 @@ type coro struct {
 	next   func() (struct{}, bool)
 	stop   func()
 	yield  func(struct{}) bool
-	g      atomic.Uintptr // identity of the coroutine's goroutine, set when it starts
+	goid   atomic.Uintptr // identity (getg) of the coroutine's goroutine, set when it starts
 	task   *Task
 	taskID atomic.Uint64 // id of task, for the watchdog's report
 
@@ -58,7 +58,7 @@ func newCoro() *coro {
 func (c *coro) loop(yield func(struct{}) bool) {
 	c.yield = yield
 	g := getg()
-	c.g.Store(g)
+	c.goid.Store(g)
 	coroutines.Store(g, c)
 	defer coroutines.Delete(g)
 	for {

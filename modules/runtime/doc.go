@@ -51,19 +51,15 @@
 // when nobody searches (package statemachine states the protocol that
 // keeps wake-ups from being lost).
 //
-// # Files and sockets
+// # I/O
 //
-// File, Listener/Conn and UDPConn mirror os.File, net.TCPConn and
-// net.UDPConn, with ctx first on every method that may wait. Each operation
-// is a Submit on the calling task's worker: prepared on its ring after the
-// task suspended, batched with others, and completed on the same worker.
-// Package-level constructors (Open, Listen, Dial, ...) take the runtime from
-// ctx's task; the same-named methods on *Runtime work from any goroutine.
-// Descriptors are guarded: Close shuts sockets down to wake operations in
-// flight, closes the fd after the last one finished, and later calls fail
-// with net.ErrClosed or fs.ErrClosed. Cancelling an operation's ctx cancels
-// it in the kernel (IORING_OP_ASYNC_CANCEL), and the call returns only once
-// the kernel has let go of its buffer.
+// Submit runs an io_uring operation (an Op) on the worker of the calling
+// task: the task suspends, the worker batches the submission with others
+// and requeues the task with the completion. Cancelling the context cancels
+// the operation in the kernel, and Submit returns only once the kernel has
+// let go of the operation's memory. Package aio (module modules/aio) builds
+// files, TCP and UDP on it; a plain goroutine names the runtime its I/O
+// runs on with WithRuntime.
 //
 // # Hazards
 //

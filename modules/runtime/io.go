@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"github.com/faio-go/faio/modules/timerwheel"
 	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +31,17 @@ type ioEngine struct {
 	efdMu  sync.RWMutex
 	reapFn func(*uring.CQE)
 	reaped int
-	ioState
+
+	// Operations in flight (ioop.go): the records, the entries prepared
+	// and not yet submitted, and the cancellations other goroutines ask
+	// for (ASYNC_CANCEL requests, wheel entries to remove), under cancelMu.
+	recs          ioRecords
+	pending       int
+	cancelMu      sync.Mutex
+	cancels       []cancelRequest
+	cancelScratch []cancelRequest
+	cancelN       atomic.Int32
+	timerCancels  []timerwheel.Handle // guarded by cancelMu
 }
 
 // User data of the eventfd read; operation records use other values.
@@ -38,12 +50,12 @@ const wakeUserData = 1
 func newIOEngine(w *worker, entries int) (*ioEngine, error) {
 	ring, err := uring.New(uint32(entries), nil)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: worker %d: %w", w.id, err)
+		return nil, fmt.Errorf("faio/runtime: worker %d: %w", w.id, err)
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		ring.Close()
-		return nil, fmt.Errorf("runtime: worker %d: eventfd: %w", w.id, err)
+		return nil, fmt.Errorf("faio/runtime: worker %d: eventfd: %w", w.id, err)
 	}
 	e := &ioEngine{w: w, ring: ring, efd: efd}
 	e.reapFn = e.complete
@@ -53,7 +65,7 @@ func newIOEngine(w *worker, entries int) (*ioEngine, error) {
 	}
 	if _, err := ring.Submit(); err != nil {
 		e.close()
-		return nil, fmt.Errorf("runtime: worker %d: submit: %w", w.id, err)
+		return nil, fmt.Errorf("faio/runtime: worker %d: submit: %w", w.id, err)
 	}
 	return e, nil
 }
@@ -67,7 +79,7 @@ func (e *ioEngine) armWake() error {
 			return err
 		}
 		if sqe = e.ring.GetSQE(); sqe == nil {
-			return errors.New("runtime: submission queue full")
+			return errors.New("faio/runtime: submission queue full")
 		}
 	}
 	sqe.PrepRead(e.efd, e.efdBuf[:], 0)

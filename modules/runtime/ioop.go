@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -257,17 +255,6 @@ func (e *ioEngine) completeIO(cqe *uring.CQE) bool {
 		return true
 	}
 	return false
-}
-
-// ioEngine additions live here to keep io.go about the ring itself.
-type ioState struct {
-	recs          ioRecords
-	pending       int // SQEs prepared and not yet submitted
-	cancelMu      sync.Mutex
-	cancels       []cancelRequest
-	cancelScratch []cancelRequest
-	cancelN       atomic.Int32
-	timerCancels  []timerwheel.Handle // guarded by cancelMu
 }
 
 // requestTimerCancel asks the worker to remove a wheel entry it owns; the

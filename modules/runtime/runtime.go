@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,21 +15,19 @@ import (
 // Errors returned by the runtime.
 var (
 	// ErrClosed: the runtime is closed (or closing) and runs nothing more.
-	ErrClosed = errors.New("runtime: closed")
+	ErrClosed = errors.New("faio/runtime: closed")
 	// ErrOnWorker: a call that waits for the runtime (BlockOn, WaitAll,
 	// Close) was made from one of its own tasks, where it would deadlock.
-	ErrOnWorker = errors.New("runtime: BlockOn, WaitAll and Close wait for the runtime and cannot run in one of its tasks: " +
+	ErrOnWorker = errors.New("faio/runtime: BlockOn, WaitAll and Close wait for the runtime and cannot run in one of its tasks: " +
 		"inside a task, Spawn and Join the work instead of BlockOn; call Close from the goroutine that owns the runtime, " +
 		"after its BlockOn returns (or Cancel the tasks to end them)")
 	// ErrNoRuntime: a context that carries no faio task was given where a
 	// task's context is needed (Spawn, Submit, and the I/O functions such
 	// as Open or Listen), so there is no runtime to use. Outside tasks,
-	// use SpawnOn, SubmitOn and the Runtime's methods (rt.Open, rt.Listen).
-	ErrNoRuntime = errors.New("runtime: the context carries no faio task: from a plain goroutine, spawn with SpawnOn(rt, fn) and submit with SubmitOn(ctx, rt, op)")
-	// errNoRuntimeIO is ErrNoRuntime as the I/O functions return it.
-	errNoRuntimeIO = fmt.Errorf("%w; for I/O, call the method of the same name on the Runtime (rt.Open, rt.Listen, rt.Dial, ...)", ErrNoRuntime)
+	// use SpawnOn and SubmitOn, and give I/O a context from WithRuntime.
+	ErrNoRuntime = errors.New("faio/runtime: the context carries no faio task: from a plain goroutine, spawn with SpawnOn(rt, fn) and submit with SubmitOn(ctx, rt, op)")
 	// ErrGoexit: the task called runtime.Goexit (t.FailNow in a test, say).
-	ErrGoexit = errors.New("runtime: task called runtime.Goexit")
+	ErrGoexit = errors.New("faio/runtime: task called runtime.Goexit")
 )
 
 // Runtime is a pool of workers running faio tasks. Create it with New and
@@ -137,7 +134,7 @@ func (rt *Runtime) now() time.Duration { return time.Since(rt.start) }
 func (rt *Runtime) currentCoro() *coro {
 	g := getg()
 	for _, w := range rt.workers {
-		if c := w.current.Load(); c != nil && c.g.Load() == g {
+		if c := w.current.Load(); c != nil && c.goid.Load() == g {
 			return c
 		}
 	}
@@ -152,7 +149,7 @@ func (rt *Runtime) localWorker() *worker {
 		if w.loopG.Load() == g {
 			return w
 		}
-		if c := w.current.Load(); c != nil && c.g.Load() == g {
+		if c := w.current.Load(); c != nil && c.goid.Load() == g {
 			return w
 		}
 	}

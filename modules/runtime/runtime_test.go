@@ -358,9 +358,8 @@ func TestCloseFromLockedThread(t *testing.T) {
 // The errors for calls made in the wrong place say what to do instead.
 func TestMisplacedCallErrorsPointTheRightWay(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 1})
-	_, err := Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if !errors.Is(err, ErrNoRuntime) || !contains(err.Error(), "rt.Listen") {
-		t.Errorf("Listen outside a task: %v; want ErrNoRuntime pointing to rt.Listen", err)
+	if _, err := Submit(context.Background(), &readOp{fd: 0, buf: make([]byte, 1)}); !errors.Is(err, ErrNoRuntime) || !contains(err.Error(), "SubmitOn(ctx, rt, op)") {
+		t.Errorf("Submit outside a task: %v; want ErrNoRuntime pointing to SubmitOn", err)
 	}
 	if _, err := Spawn(context.Background(), func(context.Context) (int, error) { return 0, nil }).Join(context.Background()); !errors.Is(err, ErrNoRuntime) || !contains(err.Error(), "SpawnOn(rt, fn)") {
 		t.Errorf("Spawn outside a task: %v; want ErrNoRuntime pointing to SpawnOn", err)

@@ -92,7 +92,7 @@ type Interval struct {
 }
 
 // ErrPeriod is returned by NewInterval for a period that is not positive.
-var ErrPeriod = errors.New("runtime: interval period must be positive")
+var ErrPeriod = errors.New("faio/runtime: interval period must be positive")
 
 // NewInterval returns an Interval whose first tick is now.
 func NewInterval(period time.Duration, missed MissedTickBehavior) (*Interval, error) {
@@ -100,7 +100,7 @@ func NewInterval(period time.Duration, missed MissedTickBehavior) (*Interval, er
 		return nil, ErrPeriod
 	}
 	if missed < Burst || missed > Skip {
-		return nil, errors.New("runtime: unknown MissedTickBehavior")
+		return nil, errors.New("faio/runtime: unknown MissedTickBehavior")
 	}
 	return &Interval{period: period, next: time.Now(), missed: missed}, nil
 }

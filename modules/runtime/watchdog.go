@@ -92,8 +92,16 @@ func (d *watchdog) run() {
 		case <-d.quit:
 			return
 		case now := <-ticker.C:
-			if d.allParked() && d.sleep(ticker) {
-				return
+			if d.allParked() {
+				if d.sleep(ticker) {
+					return
+				}
+				// What was sampled before the sleep says nothing about
+				// now: a task on the same pooled coroutine with the
+				// same heartbeat would pass for a stall already
+				// reported.
+				clear(samples)
+				continue
 			}
 			for i, w := range d.rt.workers {
 				d.check(w, &samples[i], now, threshold)

@@ -107,6 +107,9 @@ func (w *worker) loop() {
 // into that task's failure and restarts the worker loop, so one bad task
 // cannot take a worker away. Panics pass through untouched.
 func (w *worker) onExit() {
+	// This goroutine is ending, and Go may give its identity to a new one:
+	// from now on it must not pass for the worker's loop (localWorker).
+	w.loopG.Store(0)
 	if w.rt.shutdown.Load() {
 		return
 	}

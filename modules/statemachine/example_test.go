@@ -49,7 +49,7 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// statemachine: worker count out of range: 0 not in [1, 32768]
+	// faio/statemachine: worker count out of range: 0 not in [1, 32768]
 }
 
 // At most half of the workers, rounded up, search at once.

@@ -32,7 +32,7 @@ func (s *StateMachine) TransitionFromSearching() (wasLast bool) {
 	for {
 		old := s.load()
 		if old.searching() == 0 {
-			panic("statemachine: TransitionFromSearching with no searching worker")
+			panic("faio/statemachine: TransitionFromSearching with no searching worker")
 		}
 		if s.state.CompareAndSwap(uint64(old), uint64(old-oneSearching)) {
 			return old.searching() == 1

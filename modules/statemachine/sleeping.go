@@ -31,16 +31,16 @@ func (s *StateMachine) SetSleeping(id int, wasSearching bool) (wasLastSearcher b
 	defer s.mu.Unlock()
 	switch s.phase[id].Load() {
 	case phaseListed:
-		panic("statemachine: SetSleeping for a worker that is already sleeping")
+		panic("faio/statemachine: SetSleeping for a worker that is already sleeping")
 	case phaseNotified:
-		panic("statemachine: SetSleeping for a notified worker that has not called CancelSleeping")
+		panic("faio/statemachine: SetSleeping for a notified worker that has not called CancelSleeping")
 	}
 	for {
 		// id is not listed, so working >= 1 and the decrement cannot
 		// borrow; only the caller's wasSearching can be wrong.
 		old := s.load()
 		if wasSearching && old.searching() == 0 {
-			panic("statemachine: SetSleeping(id, true) with no searching worker")
+			panic("faio/statemachine: SetSleeping(id, true) with no searching worker")
 		}
 		// Decrement and listing happen in one critical section, so a
 		// WorkerToNotify that saw the decrement finds the id listed once it

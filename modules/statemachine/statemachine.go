@@ -14,11 +14,11 @@ const MaxWorkers = 1 << 15
 
 // ErrWorkers is returned, wrapped with the offending value, by New when the
 // worker count is outside [1, MaxWorkers].
-var ErrWorkers = errors.New("statemachine: worker count out of range")
+var ErrWorkers = errors.New("faio/statemachine: worker count out of range")
 
 // ErrWorkerID is returned, wrapped with the offending value, by CheckID for
 // a worker id outside [0, Workers()).
-var ErrWorkerID = errors.New("statemachine: worker id out of range")
+var ErrWorkerID = errors.New("faio/statemachine: worker id out of range")
 
 // cacheLineSize separates the counter word, written by every searcher, from
 // the mutex and sleeper slots that only the sleep/wake slow path touches.

@@ -3,7 +3,7 @@ package sync
 import "context"
 
 // A Latch is a single-use countdown: it starts at a count, CountDown
-// decrements it, and Wait waits until it reaches zero (seed 003's latch,
+// decrements it, and Wait waits until it reaches zero (like
 // C++'s std::latch). Unlike a WaitGroup it cannot be raised again, so it
 // has no reuse rules. Create one with NewLatch; the zero value is a latch
 // that is already open.

@@ -12,7 +12,7 @@ const DefaultResolution = time.Millisecond
 
 // ErrResolution is returned by New for a Config whose Resolution is
 // negative.
-var ErrResolution = errors.New("timerwheel: resolution must be positive, or zero for the default")
+var ErrResolution = errors.New("faio/timerwheel: resolution must be positive, or zero for the default")
 
 // Config configures a Wheel. The zero value is valid and means a 1 ms
 // resolution.

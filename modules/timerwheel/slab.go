@@ -58,7 +58,7 @@ func (w *Wheel[T]) alloc() int32 {
 		return i
 	}
 	if len(w.nodes) == math.MaxInt32 {
-		panic("timerwheel: more than 2^31-1 live entries")
+		panic("faio/timerwheel: more than 2^31-1 live entries")
 	}
 	w.nodes = append(w.nodes, node[T]{gen: 1})
 	w.live++

@@ -121,7 +121,7 @@ func (w *Wheel[T]) Cancel(h Handle) bool {
 // empty ticks cost nothing, so now may jump arbitrarily far ahead.
 func (w *Wheel[T]) Advance(now time.Duration, fire func(T)) int {
 	if fire == nil {
-		panic("timerwheel: Advance with a nil fire func")
+		panic("faio/timerwheel: Advance with a nil fire func")
 	}
 	if now > w.now {
 		w.now = now

@@ -12,18 +12,18 @@ import (
 
 var (
 	// ErrClosed is returned by every method of a Ring after Close.
-	ErrClosed = errors.New("uring: ring closed")
+	ErrClosed = errors.New("faio/uring: ring closed")
 
 	// ErrNotSupported means the kernel or this binding lacks a feature:
 	// io_uring itself (ENOSYS at setup), 128-byte SQEs or 32-byte CQEs.
 	// Errors from New that match it also match the underlying errno.
-	ErrNotSupported = errors.New("uring: not supported")
+	ErrNotSupported = errors.New("faio/uring: not supported")
 
 	// ErrCQOverflow means the kernel dropped completions because the CQ
 	// ring was full and it could not hold them back. The operations whose
 	// CQEs were lost will never complete: the caller must treat their state
 	// as unknown. Returned (wrapped in *OverflowError) once per loss.
-	ErrCQOverflow = errors.New("uring: completion queue overflow, completions lost")
+	ErrCQOverflow = errors.New("faio/uring: completion queue overflow, completions lost")
 )
 
 // Error is a failed io_uring system call: which call, and the errno. It
@@ -36,7 +36,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	msg := "uring: " + e.Op + ": " + e.Errno.Error()
+	msg := "faio/uring: " + e.Op + ": " + e.Errno.Error()
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}

@@ -68,7 +68,7 @@ func (s *SQE) PrepRecvMultishot(fd int, group uint16, flags int) {
 // size is not positive, like a division by zero.
 func (s *SQE) PrepProvideBuffers(bufs []byte, size int, group, startID uint16) {
 	if size <= 0 {
-		panic("uring: PrepProvideBuffers with non-positive buffer size")
+		panic("faio/uring: PrepProvideBuffers with non-positive buffer size")
 	}
 	nbufs := len(bufs) / size
 	s.prepPtr(OpProvideBuffers, nbufs, unsafe.Pointer(unsafe.SliceData(bufs)), uint32(min(size, maxRW)), uint64(startID))

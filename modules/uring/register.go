@@ -57,7 +57,7 @@ func (r *Ring) UnregisterEventFd() error {
 	return err
 }
 
-var errNoFiles = errors.New("uring: RegisterFiles needs at least one descriptor (-1 for an empty slot)")
+var errNoFiles = errors.New("faio/uring: RegisterFiles needs at least one descriptor (-1 for an empty slot)")
 
 // RegisterFiles registers fds as the ring's fixed file table: an SQE with
 // SQEFixedFile then names fds[i] by Fd = i, saving a file lookup per
@@ -98,7 +98,7 @@ func (r *Ring) UnregisterFiles() error {
 	return err
 }
 
-var errNoBuffers = errors.New("uring: RegisterBuffers needs at least one non-empty buffer")
+var errNoBuffers = errors.New("faio/uring: RegisterBuffers needs at least one non-empty buffer")
 
 // RegisterBuffers pins bufs in the kernel for PrepReadFixed/PrepWriteFixed,
 // which then skip mapping the pages on every request. The ring keeps bufs

@@ -163,7 +163,7 @@ func New(entries uint32, p *Params) (*Ring, error) {
 		entries = DefaultEntries
 	}
 	if want.Flags&setupUnsupportedBy != 0 {
-		return nil, errors.Join(ErrNotSupported, errors.New("uring: SetupSQE128 and SetupCQE32 change the entry layout this binding uses"))
+		return nil, errors.Join(ErrNotSupported, errors.New("faio/uring: SetupSQE128 and SetupCQE32 change the entry layout this binding uses"))
 	}
 	kp := kernelParams{
 		flags:        want.Flags,

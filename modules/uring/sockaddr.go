@@ -18,7 +18,7 @@ type RawSockaddrAny = unix.RawSockaddrAny
 
 // ErrNulInPath is returned by BytePtrFromString for a string containing a
 // NUL byte, which the kernel would silently truncate.
-var ErrNulInPath = errors.New("uring: path contains a NUL byte")
+var ErrNulInPath = errors.New("faio/uring: path contains a NUL byte")
 
 // BytePtrFromString returns a NUL-terminated heap copy of s for PrepOpenat
 // and PrepStatx. It allocates, so call it before the hot path and keep the
@@ -40,7 +40,7 @@ func SockaddrFromAddrPort(ap netip.AddrPort, sa *RawSockaddrAny) (uint32, error)
 	addr := ap.Addr()
 	switch {
 	case !addr.IsValid():
-		return 0, fmt.Errorf("uring: invalid address %v", ap)
+		return 0, fmt.Errorf("faio/uring: invalid address %v", ap)
 	case addr.Is4():
 		*sa = RawSockaddrAny{}
 		in := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
@@ -72,7 +72,7 @@ func zoneIndex(zone string) (uint32, error) {
 	}
 	ifi, err := net.InterfaceByName(zone)
 	if err != nil {
-		return 0, fmt.Errorf("uring: IPv6 zone %q: %w", zone, err)
+		return 0, fmt.Errorf("faio/uring: IPv6 zone %q: %w", zone, err)
 	}
 	return uint32(ifi.Index), nil
 }
@@ -81,7 +81,7 @@ func zoneIndex(zone string) (uint32, error) {
 // accept, into an address and port. IPv6 scope IDs become numeric zones.
 func AddrPortFromSockaddr(sa *RawSockaddrAny, n uint32) (netip.AddrPort, error) {
 	if n < 2 {
-		return netip.AddrPort{}, fmt.Errorf("uring: socket address too short (%d bytes)", n)
+		return netip.AddrPort{}, fmt.Errorf("faio/uring: socket address too short (%d bytes)", n)
 	}
 	switch sa.Addr.Family {
 	case unix.AF_INET:
@@ -101,9 +101,9 @@ func AddrPortFromSockaddr(sa *RawSockaddrAny, n uint32) (netip.AddrPort, error) 
 		}
 		return netip.AddrPortFrom(addr, ntohs(in6.Port)), nil
 	default:
-		return netip.AddrPort{}, fmt.Errorf("uring: address family %d is not IP", sa.Addr.Family)
+		return netip.AddrPort{}, fmt.Errorf("faio/uring: address family %d is not IP", sa.Addr.Family)
 	}
-	return netip.AddrPort{}, fmt.Errorf("uring: socket address of family %d truncated to %d bytes", sa.Addr.Family, n)
+	return netip.AddrPort{}, fmt.Errorf("faio/uring: socket address of family %d truncated to %d bytes", sa.Addr.Family, n)
 }
 
 // htons converts a port to the network byte order the kernel stores in

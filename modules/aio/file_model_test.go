@@ -1,9 +1,10 @@
-package runtime
+package aio
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"os"
 	"path/filepath"
@@ -74,14 +75,14 @@ var fileStepGen = rapid.Custom(func(t *rapid.T) fileStep {
 // result as the model says, and the file on disk (read by os) agrees.
 func TestFileMatchesModel(t *testing.T) {
 	dir := t.TempDir()
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	run := 0
 	rapid.Check(t, func(rt2 *rapid.T) {
 		steps := rapid.SliceOfN(fileStepGen, 1, 40).Draw(rt2, "steps")
 		run++
 		name := filepath.Join(dir, fmt.Sprint(run))
 		var m fileModel
-		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		_, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
 			f, err := OpenFile(ctx, name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 			if err != nil {
 				return 0, err

@@ -1,4 +1,4 @@
-package runtime
+package aio
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -25,7 +26,7 @@ func TestFileWriteAtReadAtManyTasks(t *testing.T) {
 	data := randomBytes(size, 1)
 	want := sha256.Sum256(data)
 	name := filepath.Join(t.TempDir(), "big")
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	runTask(t, rt, func(ctx context.Context) error {
 		f, err := Create(ctx, name)
 		if err != nil {
@@ -33,9 +34,9 @@ func TestFileWriteAtReadAtManyTasks(t *testing.T) {
 		}
 		order := rand.Perm(size / chunk)
 		var next atomic.Int64
-		var hs []*JoinHandle[int]
+		var hs []*runtime.JoinHandle[int]
 		for range readers {
-			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 				for {
 					i := int(next.Add(1) - 1)
 					if i >= len(order) {
@@ -70,9 +71,9 @@ func TestFileWriteAtReadAtManyTasks(t *testing.T) {
 			return err
 		}
 		defer f.Close(ctx)
-		var hs []*JoinHandle[int]
+		var hs []*runtime.JoinHandle[int]
 		for r := range readers {
-			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 				rng := rand.New(rand.NewPCG(uint64(r), 7))
 				buf := make([]byte, 128<<10)
 				for range reads / readers {
@@ -103,7 +104,7 @@ func TestFileEOFMatchesOS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer osf.Close()
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	runTask(t, rt, func(ctx context.Context) error {
 		f, err := Open(ctx, name)
 		if err != nil {
@@ -139,7 +140,7 @@ func TestFileEOFMatchesOS(t *testing.T) {
 
 func TestOpenMissingFileIsNotExist(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "missing")
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	runTask(t, rt, func(ctx context.Context) error {
 		_, err := Open(ctx, name)
 		var pe *fs.PathError
@@ -162,7 +163,7 @@ func TestFileStatMatchesOS(t *testing.T) {
 	if err := os.WriteFile(name, randomBytes(12345, 3), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	for _, path := range []string{name, dir} {
 		want, err := os.Stat(path)
 		if err != nil {
@@ -194,15 +195,15 @@ func TestFileStatMatchesOS(t *testing.T) {
 func TestFilePositionWritesFromManyTasks(t *testing.T) {
 	const tasks, perTask, recSize = 16, 64, 100
 	name := filepath.Join(t.TempDir(), "log")
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	runTask(t, rt, func(ctx context.Context) error {
 		f, err := Create(ctx, name)
 		if err != nil {
 			return err
 		}
-		var hs []*JoinHandle[int]
+		var hs []*runtime.JoinHandle[int]
 		for i := range tasks {
-			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 				for j := range perTask {
 					rec := bytes.Repeat([]byte{'a' + byte(i)}, recSize)
 					copy(rec, fmt.Sprintf("%02d:%03d", i, j))
@@ -241,7 +242,7 @@ func TestFilePositionWritesFromManyTasks(t *testing.T) {
 
 func TestFileVectorsSeekAndAppend(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "vec")
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	runTask(t, rt, func(ctx context.Context) error {
 		f, err := Create(ctx, name)
 		if err != nil {
@@ -290,7 +291,7 @@ func TestFileUseAfterClose(t *testing.T) {
 	if err := os.WriteFile(a, []byte("aaaa"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	runTask(t, rt, func(ctx context.Context) error {
 		fa, err := OpenFile(ctx, a, os.O_RDWR, 0)
 		if err != nil {
@@ -336,7 +337,7 @@ func TestFileCloseWithReadsInFlight(t *testing.T) {
 	if err := os.WriteFile(name, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	before := countFDs(t)
 	for round := range 20 {
 		runTask(t, rt, func(ctx context.Context) error {
@@ -345,9 +346,9 @@ func TestFileCloseWithReadsInFlight(t *testing.T) {
 				return err
 			}
 			var ok, closed atomic.Int64
-			var hs []*JoinHandle[int]
+			var hs []*runtime.JoinHandle[int]
 			for r := range 8 {
-				hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+				hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 					buf := make([]byte, 4096)
 					for i := 0; ; i++ {
 						off := ((r*131 + i*17 + round) % 256) * 4096
@@ -363,7 +364,7 @@ func TestFileCloseWithReadsInFlight(t *testing.T) {
 					}
 				}))
 			}
-			if err := Sleep(ctx, time.Millisecond); err != nil {
+			if err := runtime.Sleep(ctx, time.Millisecond); err != nil {
 				return err
 			}
 			if err := f.Close(ctx); err != nil {
@@ -386,17 +387,17 @@ func TestFileCloseWithReadsInFlight(t *testing.T) {
 // Files work from plain goroutines too, through the runtime's methods.
 func TestFileFromGoroutine(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "g")
-	rt := newRuntime(t, Config{Workers: 2})
-	ctx := context.Background()
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	ctx := goroutineCtx(rt)
 	data := randomBytes(100000, 6)
-	if err := rt.WriteFile(ctx, name, data, 0o600); err != nil {
+	if err := WriteFile(ctx, name, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := rt.ReadFile(ctx, name)
+	got, err := ReadFile(ctx, name)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("ReadFile = %d bytes, %v", len(got), err)
 	}
-	f, err := rt.OpenFile(ctx, name, os.O_RDWR, 0)
+	f, err := OpenFile(ctx, name, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,14 +411,14 @@ func TestFileFromGoroutine(t *testing.T) {
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ctx, name); !errors.Is(err, ErrNoRuntime) {
-		t.Fatalf("Open without a task = %v, want ErrNoRuntime", err)
+	if _, err := Open(context.Background(), name); !errors.Is(err, runtime.ErrNoRuntime) {
+		t.Fatalf("Open without a runtime = %v, want ErrNoRuntime", err)
 	}
 }
 
 func TestReadFileWriteFileMatchOS(t *testing.T) {
 	dir := t.TempDir()
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	for _, size := range []int{0, 1, 511, 512, 513, 100000} {
 		data := randomBytes(size, uint64(size))
 		name := filepath.Join(dir, fmt.Sprint(size))
@@ -450,7 +451,7 @@ func TestFileCancelledContext(t *testing.T) {
 	if err := os.WriteFile(name, []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	runTask(t, rt, func(ctx context.Context) error {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()

@@ -1,10 +1,11 @@
-package runtime
+package aio
 
 // Helpers shared by the file, TCP and UDP tests.
 
 import (
 	"context"
 	"errors"
+	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -21,16 +22,16 @@ func randomBytes(n int, seed uint64) []byte {
 }
 
 // runTask runs fn as a root task on rt and fails the test with its error.
-func runTask(t *testing.T, rt *Runtime, fn func(ctx context.Context) error) {
+func runTask(t *testing.T, rt *runtime.Runtime, fn func(ctx context.Context) error) {
 	t.Helper()
-	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
 // joinAll joins every handle and returns the first error.
-func joinAll[T any](ctx context.Context, hs []*JoinHandle[T]) error {
+func joinAll[T any](ctx context.Context, hs []*runtime.JoinHandle[T]) error {
 	var first error
 	for _, h := range hs {
 		if _, err := h.Join(ctx); err != nil && first == nil {
@@ -61,7 +62,7 @@ func echo(ctx context.Context, l *Listener) error {
 			}
 			return err
 		}
-		Spawn(ctx, func(ctx context.Context) (int, error) {
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 			defer c.Close(ctx)
 			buf := make([]byte, 64<<10)
 			for {

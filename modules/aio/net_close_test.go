@@ -1,9 +1,10 @@
-package runtime
+package aio
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faio-go/faio/modules/runtime"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // Close of a connection wakes a Read and a Write waiting in other tasks
 // with net.ErrClosed, and Close of a listener wakes its Accept.
 func TestTCPCloseWakesOperationsInFlight(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	before := countFDs(t)
 	within(t, 10*time.Second, "Close with operations in flight", func() {
 		runTask(t, rt, func(ctx context.Context) error {
@@ -32,12 +33,12 @@ func TestTCPCloseWakesOperationsInFlight(t *testing.T) {
 				return err
 			}
 			defer server.Close(ctx)
-			accept := Spawn(ctx, func(ctx context.Context) (*Conn, error) { return l.Accept(ctx) })
-			read := Spawn(ctx, func(ctx context.Context) (int, error) { return client.Read(ctx, make([]byte, 16)) })
+			accept := runtime.Spawn(ctx, func(ctx context.Context) (*Conn, error) { return l.Accept(ctx) })
+			read := runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return client.Read(ctx, make([]byte, 16)) })
 			// Nobody reads the server side: this write fills the buffers
 			// and waits.
-			write := Spawn(ctx, func(ctx context.Context) (int, error) { return client.Write(ctx, make([]byte, 64<<20)) })
-			if err := Sleep(ctx, 20*time.Millisecond); err != nil {
+			write := runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return client.Write(ctx, make([]byte, 64<<20)) })
+			if err := runtime.Sleep(ctx, 20*time.Millisecond); err != nil {
 				return err
 			}
 			if err := client.Close(ctx); err != nil {
@@ -84,7 +85,7 @@ func TestTCPCloseWakesOperationsInFlight(t *testing.T) {
 // every Close returns, and no descriptor is left behind.
 func TestStressTCPCloseRacesIO(t *testing.T) {
 	const rounds = 200
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	before := countFDs(t)
 	var closedSeen, dataSeen atomic.Int64
 	runTask(t, rt, func(ctx context.Context) error {
@@ -93,7 +94,7 @@ func TestStressTCPCloseRacesIO(t *testing.T) {
 			return err
 		}
 		defer l.Close(ctx)
-		server := Spawn(ctx, func(ctx context.Context) (int, error) { return 0, echo(ctx, l) })
+		server := runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return 0, echo(ctx, l) })
 		defer server.Join(ctx)
 		defer l.Close(ctx)
 		for r := range rounds {
@@ -101,9 +102,9 @@ func TestStressTCPCloseRacesIO(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			var hs []*JoinHandle[int]
+			var hs []*runtime.JoinHandle[int]
 			for k := range 4 {
-				hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+				hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 					buf := make([]byte, 1024)
 					for {
 						var err error
@@ -124,7 +125,7 @@ func TestStressTCPCloseRacesIO(t *testing.T) {
 					}
 				}))
 			}
-			if err := Sleep(ctx, time.Duration(r%3)*time.Millisecond); err != nil {
+			if err := runtime.Sleep(ctx, time.Duration(r%3)*time.Millisecond); err != nil {
 				return err
 			}
 			if err := c.Close(ctx); err != nil {
@@ -155,14 +156,14 @@ func TestRuntimeCloseWithIOInFlightLeaksNoFD(t *testing.T) {
 		l.Close()
 	}
 	before := countFDs(t)
-	rt, err := New(Config{Workers: 2})
+	rt, err := runtime.New(runtime.Config{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	started := make(chan struct{}, 64)
 	finished := make(chan error, 1)
 	go func() {
-		_, err := BlockOn(rt, ioInFlight(started))
+		_, err := runtime.BlockOn(rt, ioInFlight(started))
 		finished <- err
 	}()
 	for range 23 {
@@ -174,7 +175,7 @@ func TestRuntimeCloseWithIOInFlightLeaksNoFD(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	if err := <-finished; !errors.Is(err, ErrClosed) {
+	if err := <-finished; !errors.Is(err, runtime.ErrClosed) {
 		t.Fatalf("BlockOn = %v, want ErrClosed", err)
 	}
 	goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -197,7 +198,7 @@ func ioInFlight(started chan<- struct{}) func(ctx context.Context) (int, error) 
 			return 0, err
 		}
 		defer u.Close(ctx)
-		Spawn(ctx, func(ctx context.Context) (int, error) {
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 			started <- struct{}{}
 			_, _, err := u.ReadFrom(ctx, make([]byte, 10))
 			return 0, err
@@ -212,14 +213,14 @@ func ioInFlight(started chan<- struct{}) func(ctx context.Context) (int, error) 
 				return 0, err
 			}
 			for _, conn := range []*Conn{c, s} {
-				Spawn(ctx, func(ctx context.Context) (int, error) {
+				runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 					defer conn.Close(ctx)
 					started <- struct{}{}
 					return conn.Read(ctx, make([]byte, 10))
 				})
 			}
 		}
-		Spawn(ctx, func(ctx context.Context) (int, error) {
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 			f, err := Open(ctx, "/proc/self/status")
 			if err != nil {
 				return 0, err

@@ -1,8 +1,9 @@
-package runtime
+package aio
 
 import (
 	"context"
 	"errors"
+	"github.com/faio-go/faio/modules/runtime"
 	"sync"
 	"sync/atomic"
 
@@ -30,7 +31,7 @@ import (
 type fdGuard struct {
 	state atomic.Uint64
 	fd    int
-	rt    *Runtime
+	rt    *runtime.Runtime
 	// socket: Close shuts the socket down first when operations are in
 	// flight, which wakes them (a receive returns 0, an accept EINVAL, a
 	// send EPIPE) on whichever worker's ring they wait. Without it Close
@@ -39,9 +40,9 @@ type fdGuard struct {
 	socket bool
 
 	mu       sync.Mutex
-	isClosed bool  // the descriptor has been closed
-	closeErr error // what close(2) said
-	closer   Waker // Close waiting for the last reference
+	isClosed bool          // the descriptor has been closed
+	closeErr error         // what close(2) said
+	closer   runtime.Waker // Close waiting for the last reference
 }
 
 const (
@@ -49,7 +50,7 @@ const (
 	guardRef     = 2
 )
 
-func (g *fdGuard) init(rt *Runtime, fd int, socket bool) {
+func (g *fdGuard) init(rt *runtime.Runtime, fd int, socket bool) {
 	g.rt, g.fd, g.socket = rt, fd, socket
 	g.state.Store(guardRef)
 }
@@ -90,7 +91,7 @@ func (g *fdGuard) decrefNow() {
 
 // errAlreadyClosed is returned by close to the second caller of Close;
 // the types turn it into their own "closed" error.
-var errAlreadyClosed = errors.New("runtime: descriptor already closed")
+var errAlreadyClosed = errors.New("faio/aio: descriptor already closed")
 
 // close begins closing, drops the owner's reference and waits until the
 // descriptor is closed, returning close(2)'s error. A second call returns
@@ -118,7 +119,7 @@ func (g *fdGuard) close(ctx context.Context) error {
 		// Nothing was in flight: closed already, whatever ctx says.
 		return err
 	}
-	err := Suspend(ctx, func(w Waker) bool {
+	err := runtime.Suspend(ctx, func(w runtime.Waker) bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.isClosed {
@@ -146,7 +147,7 @@ func (g *fdGuard) closeResult() (bool, error) {
 func (g *fdGuard) destroy(ctx context.Context) {
 	op := closeOps.Get().(*fdOp)
 	op.opcode, op.fd = opClose, g.fd
-	res, serr := SubmitOn(context.WithoutCancel(ctx), g.rt, op)
+	res, serr := runtime.SubmitOn(context.WithoutCancel(ctx), g.rt, op)
 	closeOps.Put(op)
 	if serr != nil {
 		g.closed(unix.Close(g.fd))
@@ -160,7 +161,7 @@ func (g *fdGuard) closed(err error) {
 	g.mu.Lock()
 	g.isClosed, g.closeErr = true, err
 	w := g.closer
-	g.closer = Waker{}
+	g.closer = runtime.Waker{}
 	g.mu.Unlock()
 	w.Wake()
 }
@@ -175,7 +176,7 @@ var closeOps = sync.Pool{New: func() any { return new(fdOp) }}
 type opLock struct {
 	mu      sync.Mutex
 	held    bool
-	waiters []Waker // waiters[head:] wait, oldest first
+	waiters []runtime.Waker // waiters[head:] wait, oldest first
 	head    int
 }
 
@@ -188,7 +189,7 @@ func (l *opLock) lock(ctx context.Context) error {
 		return nil
 	}
 	l.mu.Unlock()
-	return Suspend(ctx, func(w Waker) bool {
+	return runtime.Suspend(ctx, func(w runtime.Waker) bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if !l.held {
@@ -215,7 +216,7 @@ func (l *opLock) unlock() {
 	defer l.mu.Unlock()
 	for l.head < len(l.waiters) {
 		w := l.waiters[l.head]
-		l.waiters[l.head] = Waker{}
+		l.waiters[l.head] = runtime.Waker{}
 		l.head++
 		if w.Wake() {
 			return

@@ -1,12 +1,14 @@
-package runtime
+package aio
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"sync"
 
+	"github.com/faio-go/faio/modules/runtime"
 	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
 )
@@ -23,9 +25,9 @@ import (
 // is handed to a task on the File's runtime and the goroutine blocks until
 // it is done.
 type File struct {
-	g    fdGuard
-	name string
-	pos  opLock // held by the operations that use the file position
+	guard fdGuard
+	name  string
+	pos   opLock // held by the operations that use the file position
 	// Used only under pos, so position I/O allocates nothing.
 	posOp fdOp
 	vec   vecOp
@@ -33,71 +35,59 @@ type File struct {
 
 var fdOps = sync.Pool{New: func() any { return new(fdOp) }}
 
-// Open opens name for reading on the runtime of ctx's task, like os.Open.
-// ctx must carry a faio task; from other goroutines use (*Runtime).Open.
+// Open opens name for reading, like os.Open. See OpenFile.
 func Open(ctx context.Context, name string) (*File, error) {
 	return OpenFile(ctx, name, unix.O_RDONLY, 0)
 }
 
 // Create creates or truncates name for reading and writing, like os.Create.
-// ctx must carry a faio task; from other goroutines use (*Runtime).Create.
+// See OpenFile.
 func Create(ctx context.Context, name string) (*File, error) {
 	return OpenFile(ctx, name, unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o666)
 }
 
 // OpenFile opens name with flag (os.O_RDONLY, os.O_CREATE, ...) and, when
 // creating, permissions perm (before the umask), like os.OpenFile, through
-// IORING_OP_OPENAT on the runtime of ctx's task. The descriptor is always
-// close-on-exec. Errors are *fs.PathError: errors.Is(err, fs.ErrNotExist)
-// works. ctx must carry a faio task; from other goroutines use
-// (*Runtime).OpenFile.
+// IORING_OP_OPENAT. The descriptor is always close-on-exec. Errors are
+// *fs.PathError: errors.Is(err, fs.ErrNotExist) works.
+//
+// The File belongs to the runtime of ctx: the runtime of ctx's task, or,
+// from a plain goroutine, the one runtime.WithRuntime attached to ctx; its
+// later operations run there too. A ctx with neither fails with an error
+// wrapping runtime.ErrNoRuntime.
 func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*File, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
 		return nil, pathError("open", name, err)
 	}
-	return rt.OpenFile(ctx, name, flag, perm)
-}
-
-// Open is the package-level Open for any goroutine: the File uses rt.
-func (rt *Runtime) Open(ctx context.Context, name string) (*File, error) {
-	return rt.OpenFile(ctx, name, unix.O_RDONLY, 0)
-}
-
-// Create is the package-level Create for any goroutine: the File uses rt.
-func (rt *Runtime) Create(ctx context.Context, name string) (*File, error) {
-	return rt.OpenFile(ctx, name, unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o666)
-}
-
-// OpenFile is the package-level OpenFile for any goroutine: the open and
-// every later operation of the File run on rt (on the worker of the calling
-// task when ctx carries one).
-func (rt *Runtime) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*File, error) {
 	path, err := uring.BytePtrFromString(name)
 	if err != nil {
 		return nil, pathError("open", name, unix.EINVAL)
 	}
 	op := &openOp{path: path, flags: flag | unix.O_CLOEXEC, mode: syscallMode(perm)}
-	res, err := SubmitOn(ctx, rt, op)
+	res, err := runtime.SubmitOn(ctx, rt, op)
 	if err = fileErr(res, err); err != nil {
 		return nil, pathError("open", name, err)
 	}
 	f := &File{name: name}
-	f.g.init(rt, int(res.Res), false)
+	f.guard.init(rt, int(res.Res), false)
 	return f, nil
 }
 
-// runtimeOf returns the runtime of ctx's task.
-func runtimeOf(ctx context.Context) (*Runtime, error) {
-	if t := Current(ctx); t != nil {
-		return t.rt, nil
+// errNoRuntime is the error of an I/O call whose ctx names no runtime.
+var errNoRuntime = fmt.Errorf("%w; from a plain goroutine, attach one with runtime.WithRuntime(ctx, rt)", runtime.ErrNoRuntime)
+
+// runtimeOf returns the runtime of ctx (runtime.RuntimeOf).
+func runtimeOf(ctx context.Context) (*runtime.Runtime, error) {
+	if rt := runtime.RuntimeOf(ctx); rt != nil {
+		return rt, nil
 	}
-	return nil, errNoRuntimeIO
+	return nil, errNoRuntime
 }
 
 // fileErr is the error of a file operation: the bare errno, as os reports
 // it inside its PathError, or the submit error.
-func fileErr(res Result, submitErr error) error {
+func fileErr(res runtime.Result, submitErr error) error {
 	if submitErr != nil {
 		return submitErr
 	}
@@ -133,13 +123,13 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathError("readat", f.name, errNegativeOffset)
 	}
-	if !f.g.incref() {
+	if !f.guard.incref() {
 		return 0, pathError("read", f.name, fs.ErrClosed)
 	}
 	op := fdOps.Get().(*fdOp)
 	n, err := f.transferAll(ctx, op, uring.OpRead, b, off)
 	fdOps.Put(op)
-	f.g.decref(ctx)
+	f.guard.decref(ctx)
 	if err != nil && err != io.EOF {
 		err = pathError("read", f.name, err)
 	}
@@ -155,13 +145,13 @@ func (f *File) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathError("writeat", f.name, errNegativeOffset)
 	}
-	if !f.g.incref() {
+	if !f.guard.incref() {
 		return 0, pathError("write", f.name, fs.ErrClosed)
 	}
 	op := fdOps.Get().(*fdOp)
 	n, err := f.writeAll(ctx, op, b, off)
 	fdOps.Put(op)
-	f.g.decref(ctx)
+	f.guard.decref(ctx)
 	return n, err
 }
 
@@ -186,8 +176,8 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 	n := 0
 	var err error
 	for len(b) > 0 {
-		op.opcode, op.fd, op.buf, op.off = opcode, f.g.fd, b, uint64(off)
-		res, serr := SubmitOn(ctx, f.g.rt, op)
+		op.opcode, op.fd, op.buf, op.off = opcode, f.guard.fd, b, uint64(off)
+		res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
 		if err = fileErr(res, serr); err != nil {
 			break
 		}
@@ -218,8 +208,8 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 		return 0, err
 	}
 	op := &f.posOp
-	op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.g.fd, b, uring.CurrentPos
-	res, serr := SubmitOn(ctx, f.g.rt, op)
+	op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.guard.fd, b, uring.CurrentPos
+	res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
 	op.buf = nil
 	f.unlockPos(ctx)
 	if err := fileErr(res, serr); err != nil {
@@ -250,12 +240,12 @@ func (f *File) Readv(ctx context.Context, bufs [][]byte) (int, error) {
 		return 0, err
 	}
 	op := &f.vec
-	op.opcode, op.fd, op.off = uring.OpReadv, f.g.fd, uring.CurrentPos
+	op.opcode, op.fd, op.off = uring.OpReadv, f.guard.fd, uring.CurrentPos
 	if op.setBufs(bufs, 0) == 0 {
 		f.unlockPos(ctx)
 		return 0, nil
 	}
-	res, serr := SubmitOn(ctx, f.g.rt, op)
+	res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
 	op.clear()
 	f.unlockPos(ctx)
 	if err := fileErr(res, serr); err != nil {
@@ -278,11 +268,11 @@ func (f *File) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 	n := 0
 	var err error
 	for {
-		op.opcode, op.fd, op.off = uring.OpWritev, f.g.fd, uring.CurrentPos
+		op.opcode, op.fd, op.off = uring.OpWritev, f.guard.fd, uring.CurrentPos
 		if op.setBufs(bufs, n) == 0 {
 			break
 		}
-		res, serr := SubmitOn(ctx, f.g.rt, op)
+		res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
 		if err = fileErr(res, serr); err != nil {
 			break
 		}
@@ -307,7 +297,7 @@ func (f *File) Seek(ctx context.Context, offset int64, whence int) (int64, error
 	if err := f.lockPos(ctx, "seek"); err != nil {
 		return 0, err
 	}
-	pos, err := unix.Seek(f.g.fd, offset, whence)
+	pos, err := unix.Seek(f.guard.fd, offset, whence)
 	f.unlockPos(ctx)
 	if err != nil {
 		return 0, pathError("seek", f.name, err)
@@ -320,7 +310,7 @@ func (f *File) lockPos(ctx context.Context, op string) error {
 	if err := f.pos.lock(ctx); err != nil {
 		return pathError(op, f.name, err)
 	}
-	if !f.g.incref() {
+	if !f.guard.incref() {
 		f.pos.unlock()
 		return pathError(op, f.name, fs.ErrClosed)
 	}
@@ -328,21 +318,21 @@ func (f *File) lockPos(ctx context.Context, op string) error {
 }
 
 func (f *File) unlockPos(ctx context.Context) {
-	f.g.decref(ctx)
+	f.guard.decref(ctx)
 	f.pos.unlock()
 }
 
 // Sync commits the file's contents and metadata to stable storage
 // (fsync(2)), like os.File.Sync.
 func (f *File) Sync(ctx context.Context) error {
-	if !f.g.incref() {
+	if !f.guard.incref() {
 		return pathError("sync", f.name, fs.ErrClosed)
 	}
 	op := fdOps.Get().(*fdOp)
-	op.opcode, op.fd, op.flags = uring.OpFsync, f.g.fd, 0
-	res, serr := SubmitOn(ctx, f.g.rt, op)
+	op.opcode, op.fd, op.flags = uring.OpFsync, f.guard.fd, 0
+	res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
 	fdOps.Put(op)
-	f.g.decref(ctx)
+	f.guard.decref(ctx)
 	if err := fileErr(res, serr); err != nil {
 		return pathError("sync", f.name, err)
 	}
@@ -352,12 +342,12 @@ func (f *File) Sync(ctx context.Context) error {
 // Stat returns the file's status through statx(2), like os.File.Stat; Sys
 // returns the *unix.Statx_t.
 func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
-	if !f.g.incref() {
+	if !f.guard.incref() {
 		return nil, pathError("stat", f.name, fs.ErrClosed)
 	}
-	op := &statxOp{fd: f.g.fd}
-	res, serr := SubmitOn(ctx, f.g.rt, op)
-	f.g.decref(ctx)
+	op := &statxOp{fd: f.guard.fd}
+	res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
+	f.guard.decref(ctx)
 	if err := fileErr(res, serr); err != nil {
 		return nil, pathError("stat", f.name, err)
 	}
@@ -369,7 +359,7 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 // Close. If ctx ends while Close waits, Close returns its error and the
 // descriptor is closed as soon as the last operation finishes.
 func (f *File) Close(ctx context.Context) error {
-	err := f.g.close(ctx)
+	err := f.guard.close(ctx)
 	switch {
 	case err == nil:
 		return nil
@@ -381,18 +371,9 @@ func (f *File) Close(ctx context.Context) error {
 }
 
 // ReadFile reads the whole file name, like os.ReadFile, on the runtime of
-// ctx's task; from other goroutines use (*Runtime).ReadFile.
+// ctx (see OpenFile).
 func ReadFile(ctx context.Context, name string) ([]byte, error) {
-	rt, err := runtimeOf(ctx)
-	if err != nil {
-		return nil, pathError("open", name, err)
-	}
-	return rt.ReadFile(ctx, name)
-}
-
-// ReadFile is the package-level ReadFile for any goroutine.
-func (rt *Runtime) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	f, err := rt.Open(ctx, name)
+	f, err := Open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -420,19 +401,10 @@ func (rt *Runtime) ReadFile(ctx context.Context, name string) ([]byte, error) {
 }
 
 // WriteFile writes data to name, creating it with perm (before the umask)
-// or truncating it, like os.WriteFile, on the runtime of ctx's task; from
-// other goroutines use (*Runtime).WriteFile.
+// or truncating it, like os.WriteFile, on the runtime of ctx (see
+// OpenFile).
 func WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
-	rt, err := runtimeOf(ctx)
-	if err != nil {
-		return pathError("open", name, err)
-	}
-	return rt.WriteFile(ctx, name, data, perm)
-}
-
-// WriteFile is the package-level WriteFile for any goroutine.
-func (rt *Runtime) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
-	f, err := rt.OpenFile(ctx, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, perm)
+	f, err := OpenFile(ctx, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package runtime
+package aio
 
 import (
 	"unsafe"
@@ -45,7 +45,7 @@ func (o *fdOp) Prep(sqe *uring.SQE) {
 	case uring.OpClose:
 		sqe.PrepClose(o.fd)
 	default:
-		panic("runtime: fdOp with unexpected opcode " + o.opcode.String())
+		panic("faio/aio: fdOp with unexpected opcode " + o.opcode.String())
 	}
 }
 

@@ -1,10 +1,11 @@
-package runtime
+package aio
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faio-go/faio/modules/runtime"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -35,7 +36,7 @@ func udpEcho(ctx context.Context, u *UDPConn) error {
 func TestUDPRoundTrips(t *testing.T) {
 	const trips = 500
 	pattern := randomBytes(64<<10, 9)
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	for _, c := range []struct{ network, addr, clientAddr string }{
 		{"udp", "127.0.0.1:0", "127.0.0.1:0"},
 		{"udp4", "127.0.0.1:0", "127.0.0.1:0"},
@@ -46,7 +47,7 @@ func TestUDPRoundTrips(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			server := Spawn(ctx, func(ctx context.Context) (int, error) { return 0, udpEcho(ctx, srv) })
+			server := runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return 0, udpEcho(ctx, srv) })
 			srvAddr := srv.LocalAddr().(*net.UDPAddr).AddrPort()
 
 			dialed, err := DialUDP(ctx, c.network, srvAddr.String())
@@ -113,7 +114,7 @@ func TestUDPRoundTrips(t *testing.T) {
 // reverse, IPv4 addresses on a dual-stack socket, needs a wildcard bind,
 // which these tests do not make: they use loopback addresses only.)
 func TestUDPMappedAddress(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	runTask(t, rt, func(ctx context.Context) error {
 		srv, err := ListenUDP(ctx, "udp4", "127.0.0.1:0")
 		if err != nil {
@@ -143,7 +144,7 @@ func TestUDPMappedAddress(t *testing.T) {
 // net.ErrClosed; a Read past its deadline returns context.DeadlineExceeded
 // and leaves the socket usable.
 func TestUDPCloseAndDeadline(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	within(t, 10*time.Second, "UDP Close and deadline", func() {
 		runTask(t, rt, func(ctx context.Context) error {
 			u, err := ListenUDP(ctx, "udp4", "127.0.0.1:0")
@@ -164,11 +165,11 @@ func TestUDPCloseAndDeadline(t *testing.T) {
 			if n, from, err := u.ReadFrom(ctx, buf); err != nil || string(buf[:n]) != "me" || from != self {
 				return fmt.Errorf("ReadFrom after a deadline = %q from %v, %v", buf[:n], from, err)
 			}
-			reader := Spawn(ctx, func(ctx context.Context) (int, error) {
+			reader := runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 				n, _, err := u.ReadFrom(ctx, buf)
 				return n, err
 			})
-			if err := Sleep(ctx, 10*time.Millisecond); err != nil {
+			if err := runtime.Sleep(ctx, 10*time.Millisecond); err != nil {
 				return err
 			}
 			if err := u.Close(ctx); err != nil {
@@ -182,8 +183,8 @@ func TestUDPCloseAndDeadline(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			dreader := Spawn(ctx, func(ctx context.Context) (int, error) { return d.Read(ctx, make([]byte, 8)) })
-			if err := Sleep(ctx, 10*time.Millisecond); err != nil {
+			dreader := runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return d.Read(ctx, make([]byte, 8)) })
+			if err := runtime.Sleep(ctx, 10*time.Millisecond); err != nil {
 				return err
 			}
 			if err := d.Close(ctx); err != nil {

@@ -1,7 +1,8 @@
-package runtime
+package aio
 
 import (
 	"errors"
+	"github.com/faio-go/faio/modules/runtime"
 	"io/fs"
 	"net"
 	"os"
@@ -24,7 +25,7 @@ import (
 // ioErr turns an operation's outcome into the error to wrap: the submit
 // error (ctx.Err(), ErrNoRuntime ...) as is, a failed completion as a
 // SyscallError naming syscall.
-func ioErr(syscallName string, res Result, submitErr error) error {
+func ioErr(syscallName string, res runtime.Result, submitErr error) error {
 	if submitErr != nil {
 		return submitErr
 	}

@@ -1,4 +1,4 @@
-package runtime_test
+package aio_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/faio-go/faio/modules/aio"
 	"github.com/faio-go/faio/modules/runtime"
 )
 
@@ -25,7 +26,7 @@ func ExampleFile() {
 	defer rt.Close()
 	text, err := runtime.BlockOn(rt, func(ctx context.Context) (string, error) {
 		name := filepath.Join(dir, "greeting")
-		f, err := runtime.Create(ctx, name)
+		f, err := aio.Create(ctx, name)
 		if err != nil {
 			return "", err
 		}
@@ -41,7 +42,7 @@ func ExampleFile() {
 		if err := f.Close(ctx); err != nil {
 			return "", err
 		}
-		data, err := runtime.ReadFile(ctx, name)
+		data, err := aio.ReadFile(ctx, name)
 		return string(data), err
 	})
 	fmt.Println(text, err)
@@ -57,7 +58,7 @@ func ExampleListen() {
 	}
 	defer rt.Close()
 	reply, err := runtime.BlockOn(rt, func(ctx context.Context) (string, error) {
-		l, err := runtime.Listen(ctx, "tcp", "127.0.0.1:0")
+		l, err := aio.Listen(ctx, "tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", err
 		}
@@ -75,7 +76,7 @@ func ExampleListen() {
 			}
 			return c.Write(ctx, buf[:n])
 		})
-		c, err := runtime.Dial(ctx, "tcp", l.Addr().String())
+		c, err := aio.Dial(ctx, "tcp", l.Addr().String())
 		if err != nil {
 			return "", err
 		}
@@ -92,22 +93,22 @@ func ExampleListen() {
 }
 
 // UDP: a datagram to an unconnected socket and its answer, from a plain
-// goroutine through the runtime's methods.
-func ExampleRuntime_ListenUDP() {
+// goroutine, with runtime.WithRuntime naming the runtime.
+func ExampleListenUDP() {
 	rt, err := runtime.New(runtime.Config{Workers: 1})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer rt.Close()
-	ctx := context.Background()
-	server, err := rt.ListenUDP(ctx, "udp", "127.0.0.1:0")
+	ctx := runtime.WithRuntime(context.Background(), rt)
+	server, err := aio.ListenUDP(ctx, "udp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer server.Close(ctx)
-	client, err := rt.DialUDP(ctx, "udp", server.LocalAddr().String())
+	client, err := aio.DialUDP(ctx, "udp", server.LocalAddr().String())
 	if err != nil {
 		fmt.Println(err)
 		return

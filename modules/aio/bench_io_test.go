@@ -1,7 +1,8 @@
-package runtime
+package aio
 
 import (
 	"context"
+	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -62,16 +63,16 @@ func BenchmarkRandomRead4K(b *testing.B) {
 		withProcs(b, 2)
 		rt := benchRuntime(b, 2)
 		b.ReportAllocs()
-		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		_, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
 			f, err := Open(ctx, name)
 			if err != nil {
 				return 0, err
 			}
 			defer f.Close(ctx)
-			hs := make([]*JoinHandle[int], benchInFlight)
+			hs := make([]*runtime.JoinHandle[int], benchInFlight)
 			b.ResetTimer()
 			for i := range hs {
-				hs[i] = Spawn(ctx, func(ctx context.Context) (int, error) {
+				hs[i] = runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 					return 0, readLoop(share(b.N, benchInFlight, i), uint64(i), func(buf []byte, off int64) (int, error) {
 						return f.ReadAt(ctx, buf, off)
 					})
@@ -123,12 +124,12 @@ func BenchmarkEcho64B(b *testing.B) {
 		withProcs(b, 2)
 		rt := benchRuntime(b, 2)
 		b.ReportAllocs()
-		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		_, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
 			l, err := Listen(ctx, "tcp", "127.0.0.1:0")
 			if err != nil {
 				return 0, err
 			}
-			server := Spawn(ctx, func(ctx context.Context) (int, error) {
+			server := runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 				s, err := l.Accept(ctx)
 				if err != nil {
 					return 0, err

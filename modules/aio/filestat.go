@@ -1,4 +1,4 @@
-package runtime
+package aio
 
 import (
 	"io/fs"

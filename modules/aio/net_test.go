@@ -1,10 +1,11 @@
-package runtime
+package aio
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -27,17 +28,17 @@ func TestTCPEchoManyClients(t *testing.T) {
 		trips = 200
 	}
 	pattern := randomBytes(128<<10, 8)
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	var bytesChecked atomic.Int64
 	runTask(t, rt, func(ctx context.Context) error {
 		l, err := Listen(ctx, "tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		server := Spawn(ctx, func(ctx context.Context) (int, error) { return 0, echo(ctx, l) })
-		var hs []*JoinHandle[int]
+		server := runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return 0, echo(ctx, l) })
+		var hs []*runtime.JoinHandle[int]
 		for i := range clients {
-			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 				c, err := Dial(ctx, "tcp", l.Addr().String())
 				if err != nil {
 					return 0, err
@@ -51,7 +52,7 @@ func TestTCPEchoManyClients(t *testing.T) {
 					msg := pattern[off : off+n]
 					// Send and receive at once: a large message must not
 					// wait for its echo to be read to finish sending.
-					w := Spawn(ctx, func(ctx context.Context) (int, error) { return c.Write(ctx, msg) })
+					w := runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return c.Write(ctx, msg) })
 					if k, err := c.ReadFull(ctx, got[:n]); err != nil || k != n {
 						return 0, fmt.Errorf("client %d trip %d: ReadFull = %d, %v", i, j, k, err)
 					}
@@ -80,7 +81,7 @@ func TestTCPEchoManyClients(t *testing.T) {
 
 func TestDialConnectionRefused(t *testing.T) {
 	port := freePort(t)
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	runTask(t, rt, func(ctx context.Context) error {
 		_, err := Dial(ctx, "tcp", "127.0.0.1:"+port)
 		var oe *net.OpError
@@ -94,17 +95,17 @@ func TestDialConnectionRefused(t *testing.T) {
 // A peer that resets the connection (SO_LINGER 0, then Close) while a Read
 // waits makes the Read fail with ECONNRESET.
 func TestTCPPeerResetMidRead(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	runTask(t, rt, func(ctx context.Context) error {
 		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
 		defer server.Close(ctx)
-		reader := Spawn(ctx, func(ctx context.Context) (int, error) {
+		reader := runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 			return server.Read(ctx, make([]byte, 16))
 		})
-		if err := Sleep(ctx, 10*time.Millisecond); err != nil {
+		if err := runtime.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 		if err := client.SetLinger(0); err != nil {
@@ -125,7 +126,7 @@ func TestTCPPeerResetMidRead(t *testing.T) {
 // CloseWrite ends one direction: the peer reads io.EOF and can still
 // answer.
 func TestTCPHalfClose(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	runTask(t, rt, func(ctx context.Context) error {
 		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
 		if err != nil {
@@ -175,7 +176,7 @@ func TestTCPHalfClose(t *testing.T) {
 }
 
 func TestTCPReadFullUnexpectedEOF(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	runTask(t, rt, func(ctx context.Context) error {
 		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
 		if err != nil {
@@ -197,7 +198,7 @@ func TestTCPReadFullUnexpectedEOF(t *testing.T) {
 }
 
 func TestTCPAcceptCancelledByContext(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	within(t, 10*time.Second, "cancelled Accept", func() {
 		runTask(t, rt, func(ctx context.Context) error {
 			l, err := Listen(ctx, "tcp", "127.0.0.1:0")
@@ -207,8 +208,8 @@ func TestTCPAcceptCancelledByContext(t *testing.T) {
 			defer l.Close(ctx)
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			h := Spawn(cctx, func(ctx context.Context) (*Conn, error) { return l.Accept(ctx) })
-			if err := Sleep(ctx, 10*time.Millisecond); err != nil {
+			h := runtime.Spawn(cctx, func(ctx context.Context) (*Conn, error) { return l.Accept(ctx) })
+			if err := runtime.Sleep(ctx, 10*time.Millisecond); err != nil {
 				return err
 			}
 			cancel()
@@ -233,7 +234,7 @@ func TestTCPAcceptCancelledByContext(t *testing.T) {
 // A Read cut off by its deadline returns promptly with
 // context.DeadlineExceeded, consumes nothing, and the connection goes on.
 func TestTCPReadDeadlineKeepsConnUsable(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	within(t, 10*time.Second, "Read past its deadline", func() {
 		runTask(t, rt, func(ctx context.Context) error {
 			client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
@@ -264,7 +265,7 @@ func TestTCPReadDeadlineKeepsConnUsable(t *testing.T) {
 }
 
 func TestTCPAddressesAndNetworks(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	runTask(t, rt, func(ctx context.Context) error {
 		for _, c := range []struct{ listenNet, listenAddr, dialNet, dialHost string }{
 			{"tcp", "127.0.0.1:0", "tcp", "127.0.0.1"},
@@ -326,7 +327,7 @@ func TestTCPAddressesAndNetworks(t *testing.T) {
 }
 
 func TestTCPSocketOptions(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRuntime(t, runtime.Config{Workers: 1})
 	runTask(t, rt, func(ctx context.Context) error {
 		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
 		if err != nil {
@@ -334,7 +335,7 @@ func TestTCPSocketOptions(t *testing.T) {
 		}
 		defer client.Close(ctx)
 		defer server.Close(ctx)
-		fd := client.g.fd
+		fd := client.guard.fd
 		get := func(level, name int) int {
 			v, err := unix.GetsockoptInt(fd, level, name)
 			if err != nil {
@@ -374,7 +375,7 @@ func TestTCPSocketOptions(t *testing.T) {
 			return err
 		}
 		defer ln.Close(ctx)
-		if v, err := unix.GetsockoptInt(ln.g.fd, unix.SOL_SOCKET, unix.SO_REUSEADDR); err != nil || v == 0 {
+		if v, err := unix.GetsockoptInt(ln.guard.fd, unix.SOL_SOCKET, unix.SO_REUSEADDR); err != nil || v == 0 {
 			return fmt.Errorf("SO_REUSEADDR on a listener = %d, %v", v, err)
 		}
 		return nil
@@ -384,9 +385,9 @@ func TestTCPSocketOptions(t *testing.T) {
 // Listeners and connections work from plain goroutines, and interoperate
 // with package net.
 func TestTCPFromGoroutinesAndNet(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 2})
-	ctx := context.Background()
-	l, err := rt.Listen(ctx, "tcp", "127.0.0.1:0")
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	ctx := goroutineCtx(rt)
+	l, err := Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +440,7 @@ func TestTCPFromGoroutinesAndNet(t *testing.T) {
 			s.Close()
 		}
 	}()
-	d, err := rt.Dial(ctx, "tcp", nl.Addr().String())
+	d, err := Dial(ctx, "tcp", nl.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +456,10 @@ func TestTCPFromGoroutinesAndNet(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Dial(ctx, "tcp", nl.Addr().String()); !errors.Is(err, ErrNoRuntime) {
-		t.Fatalf("Dial without a task = %v, want ErrNoRuntime", err)
+	// Without a task or an attached runtime there is nothing to run on,
+	// and the error says how to attach one.
+	_, err = Dial(context.Background(), "tcp", nl.Addr().String())
+	if !errors.Is(err, runtime.ErrNoRuntime) || !contains(err.Error(), "runtime.WithRuntime") {
+		t.Fatalf("Dial without a runtime = %v, want ErrNoRuntime pointing to runtime.WithRuntime", err)
 	}
 }

@@ -1,7 +1,8 @@
-package runtime
+package aio
 
 import (
 	"context"
+	"github.com/faio-go/faio/modules/runtime"
 	"net"
 	"net/netip"
 
@@ -22,21 +23,14 @@ type UDPConn struct {
 	rmsg, wmsg msgOp // used under rl and wl
 }
 
-// ListenUDP opens a UDP socket bound to address on the runtime of ctx's
-// task, like net.ListenPacket: network is "udp", "udp4" or "udp6", address
-// as for Listen (port 0 picks a free port; see LocalAddr). From other
-// goroutines use (*Runtime).ListenUDP.
+// ListenUDP opens a UDP socket bound to address on the runtime of ctx
+// (see OpenFile), like net.ListenPacket: network is "udp", "udp4" or "udp6", address
+// as for Listen (port 0 picks a free port; see LocalAddr).
 func ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
 		return nil, netError("listen", network, nil, nil, err)
 	}
-	return rt.ListenUDP(ctx, network, address)
-}
-
-// ListenUDP is the package-level ListenUDP for any goroutine: the UDPConn
-// uses rt.
-func (rt *Runtime) ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
 	ipNet := ipNetwork(network, "udp")
 	if ipNet == "" {
 		return nil, netError("listen", network, nil, nil, net.UnknownNetworkError(network))
@@ -46,25 +40,18 @@ func (rt *Runtime) ListenUDP(ctx context.Context, network, address string) (*UDP
 		return nil, netError("listen", network, nil, nil, err)
 	}
 	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*UDPConn, error) {
-		return rt.udpSocket(ctx, network, ap, netip.AddrPort{})
+		return udpSocket(rt, ctx, network, ap, netip.AddrPort{})
 	})
 }
 
-// DialUDP opens a UDP socket connected to address on the runtime of ctx's
-// task, like net.Dial with "udp", "udp4" or "udp6": Read receives only from
+// DialUDP opens a UDP socket connected to address on the runtime of ctx
+// (see OpenFile), like net.Dial with "udp", "udp4" or "udp6": Read receives only from
 // that peer and Write sends to it. Each resolved address is tried in turn.
-// From other goroutines use (*Runtime).DialUDP.
 func DialUDP(ctx context.Context, network, address string) (*UDPConn, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
 		return nil, netError("dial", network, nil, nil, err)
 	}
-	return rt.DialUDP(ctx, network, address)
-}
-
-// DialUDP is the package-level DialUDP for any goroutine: the UDPConn uses
-// rt.
-func (rt *Runtime) DialUDP(ctx context.Context, network, address string) (*UDPConn, error) {
 	ipNet := ipNetwork(network, "udp")
 	if ipNet == "" {
 		return nil, netError("dial", network, nil, nil, net.UnknownNetworkError(network))
@@ -74,13 +61,13 @@ func (rt *Runtime) DialUDP(ctx context.Context, network, address string) (*UDPCo
 		return nil, netError("dial", network, nil, nil, err)
 	}
 	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*UDPConn, error) {
-		return rt.udpSocket(ctx, network, netip.AddrPort{}, ap)
+		return udpSocket(rt, ctx, network, netip.AddrPort{}, ap)
 	})
 }
 
 // udpSocket creates a UDP socket bound to local (when valid) and connected
 // to remote (when valid).
-func (rt *Runtime) udpSocket(ctx context.Context, network string, local, remote netip.AddrPort) (*UDPConn, error) {
+func udpSocket(rt *runtime.Runtime, ctx context.Context, network string, local, remote netip.AddrPort) (*UDPConn, error) {
 	op, ap := "listen", local
 	if remote.IsValid() {
 		op, ap = "dial", remote
@@ -97,7 +84,7 @@ func (rt *Runtime) udpSocket(ctx context.Context, network string, local, remote 
 	} else {
 		cop := &sockaddrOp{opcode: uring.OpConnect, fd: fd}
 		if cop.salen, err = uring.SockaddrFromAddrPort(remote, &cop.sa); err == nil {
-			res, serr := SubmitOn(ctx, rt, cop)
+			res, serr := runtime.SubmitOn(ctx, rt, cop)
 			err = ioErr("connect", res, serr)
 		}
 	}
@@ -118,7 +105,7 @@ func (rt *Runtime) udpSocket(ctx context.Context, network string, local, remote 
 	if !ap.Addr().Is4() {
 		c.family = unix.AF_INET6
 	}
-	c.g.init(rt, fd, true)
+	c.guard.init(rt, fd, true)
 	return c, nil
 }
 
@@ -161,28 +148,28 @@ func (c *UDPConn) msgXfer(ctx context.Context, l *opLock, op *msgOp, opcode urin
 	if err := l.lock(ctx); err != nil {
 		return 0, from, err
 	}
-	if !c.g.incref() {
+	if !c.guard.incref() {
 		l.unlock()
 		return 0, from, net.ErrClosed
 	}
-	op.opcode, op.fd, op.buf, op.flags = opcode, c.g.fd, b, 0
+	op.opcode, op.fd, op.buf, op.flags = opcode, c.guard.fd, b, 0
 	var err error
 	if opcode == uring.OpSendmsg {
 		op.flags = unix.MSG_NOSIGNAL
 		op.salen, err = uring.SockaddrFromAddrPort(to, &op.sa)
 	}
-	var res Result
+	var res runtime.Result
 	if err == nil {
 		var serr error
-		res, serr = SubmitOn(ctx, c.g.rt, op)
+		res, serr = runtime.SubmitOn(ctx, c.guard.rt, op)
 		err = ioErr(syscallName(opcode), res, serr)
 	}
 	if err == nil && opcode == uring.OpRecvmsg {
 		from, err = uring.AddrPortFromSockaddr(&op.sa, op.msg.Namelen)
 	}
 	op.clear()
-	closing := c.g.closing()
-	c.g.decref(ctx)
+	closing := c.guard.closing()
+	c.guard.decref(ctx)
 	l.unlock()
 	if closing && (err != nil || res.Res == 0 && len(b) > 0) {
 		return 0, netip.AddrPort{}, net.ErrClosed

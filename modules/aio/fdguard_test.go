@@ -1,9 +1,10 @@
-package runtime
+package aio
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faio-go/faio/modules/runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 // Close returns only once it is closed.
 func TestStressFdGuard(t *testing.T) {
 	const rounds = 300
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	before := countFDs(t)
 	runTask(t, rt, func(ctx context.Context) error {
 		for r := range rounds {
@@ -43,7 +44,7 @@ func TestStressFdGuard(t *testing.T) {
 						return 0, fmt.Errorf("descriptor closed under a reference: %v", err)
 					}
 					if refs%7 == 0 {
-						if err := Yield(ctx); err != nil {
+						if err := runtime.Yield(ctx); err != nil {
 							return 0, err
 						}
 					}
@@ -54,16 +55,16 @@ func TestStressFdGuard(t *testing.T) {
 					}
 				}
 			}
-			var hs []*JoinHandle[int]
+			var hs []*runtime.JoinHandle[int]
 			for range 4 {
-				hs = append(hs, Spawn(ctx, user))
+				hs = append(hs, runtime.Spawn(ctx, user))
 			}
 			goroutineDone := make(chan error, 1)
 			go func() {
 				_, err := user(context.Background())
 				goroutineDone <- err
 			}()
-			if err := Sleep(ctx, time.Duration(r%2)*time.Millisecond); err != nil {
+			if err := runtime.Sleep(ctx, time.Duration(r%2)*time.Millisecond); err != nil {
 				return err
 			}
 			closeStarted.Store(true)
@@ -99,7 +100,7 @@ func TestStressFdGuard(t *testing.T) {
 // up holding it, and it is free at the end.
 func TestStressOpLock(t *testing.T) {
 	const perTask = 2000
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRuntime(t, runtime.Config{Workers: 2})
 	var l opLock
 	var holders, acquired, cancelled atomic.Int64
 	locker := func(ctx context.Context, id int) error {
@@ -122,8 +123,8 @@ func TestStressOpLock(t *testing.T) {
 			}
 			acquired.Add(1)
 			if i%3 == 0 {
-				if t := Current(ctx); t != nil && t.running() != nil {
-					if err := Yield(ctx); err != nil {
+				if runtime.Current(ctx) != nil { // a task: Yield; a goroutine: go on
+					if err := runtime.Yield(ctx); err != nil {
 						return err
 					}
 				}
@@ -139,9 +140,9 @@ func TestStressOpLock(t *testing.T) {
 	}
 	within(t, 60*time.Second, "lockers", func() {
 		runTask(t, rt, func(ctx context.Context) error {
-			var hs []*JoinHandle[int]
+			var hs []*runtime.JoinHandle[int]
 			for id := range 8 {
-				hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) { return 0, locker(ctx, id) }))
+				hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) { return 0, locker(ctx, id) }))
 			}
 			return joinAll(ctx, hs)
 		})

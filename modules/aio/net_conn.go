@@ -1,7 +1,8 @@
-package runtime
+package aio
 
 import (
 	"context"
+	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"net"
 	"net/netip"
@@ -16,7 +17,7 @@ import (
 // locks that make concurrent reads (and writes) take turns, and one
 // embedded operation per direction, so steady-state I/O allocates nothing.
 type sock struct {
-	g            fdGuard
+	guard        fdGuard
 	network      string
 	laddr, raddr net.Addr
 	stream       bool // 0 bytes received means end of stream
@@ -37,15 +38,15 @@ func (s *sock) xfer(ctx context.Context, l *opLock, op *fdOp, opcode uring.Op, b
 	if err := l.lock(ctx); err != nil {
 		return 0, err
 	}
-	if !s.g.incref() {
+	if !s.guard.incref() {
 		l.unlock()
 		return 0, net.ErrClosed
 	}
 	n := 0
 	var err error
 	for {
-		op.opcode, op.fd, op.buf, op.flags = opcode, s.g.fd, b[n:], flags
-		res, serr := SubmitOn(ctx, s.g.rt, op)
+		op.opcode, op.fd, op.buf, op.flags = opcode, s.guard.fd, b[n:], flags
+		res, serr := runtime.SubmitOn(ctx, s.guard.rt, op)
 		if err = ioErr(syscallName(opcode), res, serr); err != nil {
 			break
 		}
@@ -63,8 +64,8 @@ func (s *sock) xfer(ctx context.Context, l *opLock, op *fdOp, opcode uring.Op, b
 		}
 	}
 	op.buf = nil
-	closing := s.g.closing()
-	s.g.decref(ctx)
+	closing := s.guard.closing()
+	s.guard.decref(ctx)
 	l.unlock()
 	// After the shutdown of Close a receive returns 0, which a datagram
 	// socket would otherwise report as an empty datagram.
@@ -116,14 +117,14 @@ func (s *sock) write(ctx context.Context, b []byte) (int, error) {
 
 // shutdown shuts down one or both directions through IORING_OP_SHUTDOWN.
 func (s *sock) shutdown(ctx context.Context, how int) error {
-	if !s.g.incref() {
+	if !s.guard.incref() {
 		return s.opError("close", net.ErrClosed)
 	}
 	op := fdOps.Get().(*fdOp)
-	op.opcode, op.fd, op.flags = uring.OpShutdown, s.g.fd, how
-	res, serr := SubmitOn(ctx, s.g.rt, op)
+	op.opcode, op.fd, op.flags = uring.OpShutdown, s.guard.fd, how
+	res, serr := runtime.SubmitOn(ctx, s.guard.rt, op)
 	fdOps.Put(op)
-	s.g.decref(ctx)
+	s.guard.decref(ctx)
 	if err := ioErr("shutdown", res, serr); err != nil {
 		return s.opError("close", err)
 	}
@@ -133,11 +134,11 @@ func (s *sock) shutdown(ctx context.Context, how int) error {
 // setsockopt sets an integer socket option; it does not wait, so it takes
 // no context.
 func (s *sock) setsockopt(level, name, value int) error {
-	if !s.g.incref() {
+	if !s.guard.incref() {
 		return s.opError("set", net.ErrClosed)
 	}
-	err := unix.SetsockoptInt(s.g.fd, level, name, value)
-	s.g.decrefNow()
+	err := unix.SetsockoptInt(s.guard.fd, level, name, value)
+	s.guard.decrefNow()
 	if err != nil {
 		return s.opError("set", os.NewSyscallError("setsockopt", err))
 	}
@@ -145,7 +146,7 @@ func (s *sock) setsockopt(level, name, value int) error {
 }
 
 func (s *sock) close(ctx context.Context) error {
-	return closeErr(s.g.close(ctx), s.network, s.laddr, s.raddr)
+	return closeErr(s.guard.close(ctx), s.network, s.laddr, s.raddr)
 }
 
 // Conn is a TCP connection whose I/O runs on the io_uring of the worker
@@ -164,14 +165,14 @@ type Conn struct {
 	sock
 }
 
-func newConn(rt *Runtime, fd int, network string, local, remote netip.AddrPort) *Conn {
+func newConn(rt *runtime.Runtime, fd int, network string, local, remote netip.AddrPort) *Conn {
 	c := &Conn{sock{
 		network: network,
 		laddr:   net.TCPAddrFromAddrPort(local),
 		raddr:   net.TCPAddrFromAddrPort(remote),
 		stream:  true,
 	}}
-	c.g.init(rt, fd, true)
+	c.guard.init(rt, fd, true)
 	// Latency over packet count, as net does; a failure only costs speed.
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	return c
@@ -241,12 +242,12 @@ func (c *Conn) SetNoDelay(noDelay bool) error {
 // sec == 0 discards it and resets the connection, sec > 0 sends it in the
 // background for up to sec seconds and then resets.
 func (c *Conn) SetLinger(sec int) error {
-	if !c.g.incref() {
+	if !c.guard.incref() {
 		return c.opError("set", net.ErrClosed)
 	}
 	l := unix.Linger{Onoff: int32(boolInt(sec >= 0)), Linger: int32(max(sec, 0))}
-	err := unix.SetsockoptLinger(c.g.fd, unix.SOL_SOCKET, unix.SO_LINGER, &l)
-	c.g.decrefNow()
+	err := unix.SetsockoptLinger(c.guard.fd, unix.SOL_SOCKET, unix.SO_LINGER, &l)
+	c.guard.decrefNow()
 	if err != nil {
 		return c.opError("set", os.NewSyscallError("setsockopt", err))
 	}

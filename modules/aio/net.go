@@ -1,7 +1,8 @@
-package runtime
+package aio
 
 import (
 	"context"
+	"github.com/faio-go/faio/modules/runtime"
 	"net"
 	"net/netip"
 	"os"
@@ -123,7 +124,7 @@ func offload(ctx context.Context, fn func()) error {
 	var (
 		mu     sync.Mutex
 		done   bool
-		waiter Waker
+		waiter runtime.Waker
 	)
 	go func() {
 		fn()
@@ -133,7 +134,7 @@ func offload(ctx context.Context, fn func()) error {
 		mu.Unlock()
 		w.Wake()
 	}()
-	return Suspend(ctx, func(w Waker) bool {
+	return runtime.Suspend(ctx, func(w runtime.Waker) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if done {
@@ -199,7 +200,7 @@ func sockname(fd int) (netip.AddrPort, error) {
 // calling task's worker. A Listener is safe for concurrent use; several
 // tasks may Accept at once.
 type Listener struct {
-	g       fdGuard
+	guard   fdGuard
 	network string
 	addr    net.Addr
 }
@@ -207,23 +208,16 @@ type Listener struct {
 var acceptOps = sync.Pool{New: func() any { return new(sockaddrOp) }}
 
 // Listen announces on the local address, like net.Listen, on the runtime of
-// ctx's task: network is "tcp", "tcp4" or "tcp6"; address is host:port
+// ctx (see OpenFile): network is "tcp", "tcp4" or "tcp6"; address is host:port
 // with a literal IP, a host name (resolved with net.DefaultResolver; the
 // first usable address is bound) or an empty host (every local address,
 // dual-stack for "tcp"); port 0 picks a free port (see Addr). SO_REUSEADDR
-// is set. ctx bounds the name resolution. From other goroutines use
-// (*Runtime).Listen.
+// is set. ctx bounds the name resolution.
 func Listen(ctx context.Context, network, address string) (*Listener, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
 		return nil, netError("listen", network, nil, nil, err)
 	}
-	return rt.Listen(ctx, network, address)
-}
-
-// Listen is the package-level Listen for any goroutine: the Listener and
-// the connections it accepts use rt.
-func (rt *Runtime) Listen(ctx context.Context, network, address string) (*Listener, error) {
 	ipNet := ipNetwork(network, "tcp")
 	if ipNet == "" {
 		return nil, netError("listen", network, nil, nil, net.UnknownNetworkError(network))
@@ -233,7 +227,7 @@ func (rt *Runtime) Listen(ctx context.Context, network, address string) (*Listen
 		return nil, netError("listen", network, nil, nil, err)
 	}
 	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*Listener, error) {
-		return rt.listenTCP(network, ap)
+		return listenTCP(rt, network, ap)
 	})
 }
 
@@ -258,7 +252,7 @@ func firstOf[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.
 	return zero, first
 }
 
-func (rt *Runtime) listenTCP(network string, ap netip.AddrPort) (*Listener, error) {
+func listenTCP(rt *runtime.Runtime, network string, ap netip.AddrPort) (*Listener, error) {
 	fail := func(err error) (*Listener, error) {
 		return nil, netError("listen", network, nil, net.TCPAddrFromAddrPort(ap), err)
 	}
@@ -284,7 +278,7 @@ func (rt *Runtime) listenTCP(network string, ap netip.AddrPort) (*Listener, erro
 		return fail(err)
 	}
 	l := &Listener{network: network, addr: net.TCPAddrFromAddrPort(local)}
-	l.g.init(rt, fd, true)
+	l.guard.init(rt, fd, true)
 	return l, nil
 }
 
@@ -297,17 +291,17 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 // ctx.Err()); after Close, Accept fails with net.ErrClosed, and so does an
 // Accept in progress when Close is called.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
-	if !l.g.incref() {
+	if !l.guard.incref() {
 		return nil, netError("accept", l.network, nil, l.addr, net.ErrClosed)
 	}
 	op := acceptOps.Get().(*sockaddrOp)
 	var (
-		res  Result
+		res  runtime.Result
 		serr error
 	)
 	for {
-		op.opcode, op.fd = uring.OpAccept, l.g.fd
-		res, serr = SubmitOn(ctx, l.g.rt, op)
+		op.opcode, op.fd = uring.OpAccept, l.guard.fd
+		res, serr = runtime.SubmitOn(ctx, l.guard.rt, op)
 		// A connection reset while queued is no reason to fail Accept.
 		if serr != nil || res.Err() != unix.ECONNABORTED {
 			break
@@ -319,8 +313,8 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		raddr, aerr = uring.AddrPortFromSockaddr(&op.sa, op.salen)
 	}
 	acceptOps.Put(op)
-	closing := l.g.closing()
-	l.g.decref(ctx)
+	closing := l.guard.closing()
+	l.guard.decref(ctx)
 	err := ioErr("accept", res, serr)
 	if err != nil {
 		if closing {
@@ -338,7 +332,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		unix.Close(fd)
 		return nil, netError("accept", l.network, nil, l.addr, err)
 	}
-	return newConn(l.g.rt, fd, l.network, local, raddr), nil
+	return newConn(l.guard.rt, fd, l.network, local, raddr), nil
 }
 
 // Close stops listening, like net.Listener.Close: an Accept in progress
@@ -346,7 +340,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // and the descriptor is closed once no operation uses it, which Close waits
 // for (or until ctx ends). A second Close returns net.ErrClosed.
 func (l *Listener) Close(ctx context.Context) error {
-	return closeErr(l.g.close(ctx), l.network, nil, l.addr)
+	return closeErr(l.guard.close(ctx), l.network, nil, l.addr)
 }
 
 // closeErr is the error of a socket's Close.
@@ -362,23 +356,17 @@ func closeErr(err error, network string, laddr, raddr net.Addr) error {
 	return netError("close", network, laddr, raddr, err)
 }
 
-// Dial connects to address, like net.Dial, on the runtime of ctx's task:
+// Dial connects to address, like net.Dial, on the runtime of ctx (see OpenFile):
 // network is "tcp", "tcp4" or "tcp6"; address is host:port with a literal
 // IP or a host name (resolved with net.DefaultResolver; each address is
 // tried in turn and the first error is returned if all fail). ctx bounds
 // resolution and connection. Errors are *net.OpError:
-// errors.Is(err, syscall.ECONNREFUSED) works. From other goroutines use
-// (*Runtime).Dial.
+// errors.Is(err, syscall.ECONNREFUSED) works.
 func Dial(ctx context.Context, network, address string) (*Conn, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
 		return nil, netError("dial", network, nil, nil, err)
 	}
-	return rt.Dial(ctx, network, address)
-}
-
-// Dial is the package-level Dial for any goroutine: the Conn uses rt.
-func (rt *Runtime) Dial(ctx context.Context, network, address string) (*Conn, error) {
 	ipNet := ipNetwork(network, "tcp")
 	if ipNet == "" {
 		return nil, netError("dial", network, nil, nil, net.UnknownNetworkError(network))
@@ -388,11 +376,11 @@ func (rt *Runtime) Dial(ctx context.Context, network, address string) (*Conn, er
 		return nil, netError("dial", network, nil, nil, err)
 	}
 	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*Conn, error) {
-		return rt.dialTCP(ctx, network, ap)
+		return dialTCP(rt, ctx, network, ap)
 	})
 }
 
-func (rt *Runtime) dialTCP(ctx context.Context, network string, ap netip.AddrPort) (*Conn, error) {
+func dialTCP(rt *runtime.Runtime, ctx context.Context, network string, ap netip.AddrPort) (*Conn, error) {
 	fail := func(err error) (*Conn, error) {
 		return nil, netError("dial", network, nil, net.TCPAddrFromAddrPort(ap), err)
 	}
@@ -405,7 +393,7 @@ func (rt *Runtime) dialTCP(ctx context.Context, network string, ap netip.AddrPor
 		unix.Close(fd)
 		return fail(err)
 	}
-	res, serr := SubmitOn(ctx, rt, op)
+	res, serr := runtime.SubmitOn(ctx, rt, op)
 	if err := ioErr("connect", res, serr); err != nil {
 		unix.Close(fd)
 		return fail(err)

@@ -1,0 +1,34 @@
+// Package faio is the one import for programs that use faio-go, an
+// asynchronous task runtime for Go on Linux io_uring: a work-stealing pool
+// of workers runs lightweight tasks (pooled stackful coroutines whose
+// handle is a context.Context); each worker owns an io_uring and a timer
+// wheel; tasks wait on coroutine-aware locks, events and channels without
+// blocking their worker.
+//
+//	rt, err := faio.New(faio.Config{})
+//	...
+//	defer rt.Close()
+//	n, err := faio.BlockOn(rt, func(ctx context.Context) (int, error) {
+//		h := faio.Spawn(ctx, func(ctx context.Context) (int, error) {
+//			return 42, faio.Sleep(ctx, time.Millisecond)
+//		})
+//		return h.Join(ctx)
+//	})
+//
+// Everything here is a type alias or a one-line wrapper of the modules
+// that implement it, which stay importable on their own:
+//
+//	github.com/faio-go/faio/modules/runtime  the scheduler: Runtime, tasks, timers, Submit/Suspend
+//	github.com/faio-go/faio/modules/sync     Mutex, RWMutex, Cond, Event, Promise, Semaphore, ...
+//	github.com/faio-go/faio/modules/channel  NewChannel's Sender/Receiver, Select
+//	github.com/faio-go/faio/modules/aio      File, TCP and UDP over each worker's io_uring
+//
+// Libraries that build their own waits or io_uring operations use
+// runtime.Suspend and runtime.Submit from the runtime module.
+//
+// Every call that may wait takes a ctx first. In a task it suspends the
+// task; in a plain goroutine it blocks the goroutine. Cancelling ctx ends
+// the wait with ctx.Err(); an I/O operation is cancelled in the kernel and
+// returns only once the kernel is done with its buffer. A plain goroutine
+// names the runtime its I/O runs on with WithRuntime.
+package faio

@@ -1,0 +1,219 @@
+package faio
+
+import (
+	"context"
+	"io/fs"
+	"time"
+
+	"github.com/faio-go/faio/modules/aio"
+	"github.com/faio-go/faio/modules/channel"
+	"github.com/faio-go/faio/modules/runtime"
+	fsync "github.com/faio-go/faio/modules/sync"
+)
+
+// The runtime: workers, tasks and their handles.
+type (
+	// Runtime is a pool of workers running tasks; see New.
+	Runtime = runtime.Runtime
+	// Config configures a Runtime; its zero value means defaults.
+	Config = runtime.Config
+	// Task is a running task; a *Task is the context.Context its function
+	// receives.
+	Task = runtime.Task
+	// JoinHandle is the handle of a spawned task: Join, Cancel, Done, ID.
+	JoinHandle[T any] = runtime.JoinHandle[T]
+	// Stats are a runtime's counters (Runtime.Stats).
+	Stats = runtime.Stats
+	// WorkerStats are one worker's counters.
+	WorkerStats = runtime.WorkerStats
+	// StallInfo describes a stall the watchdog saw (Config.OnStall).
+	StallInfo = runtime.StallInfo
+	// TaskFailure is a failure nobody joined (Config.OnTaskFailure).
+	TaskFailure = runtime.TaskFailure
+	// PanicError is the error Join returns for a task that panicked.
+	PanicError = runtime.PanicError
+	// PanicPolicy says what a panicking task does (Config.PanicPolicy).
+	PanicPolicy = runtime.PanicPolicy
+	// Interval ticks at a fixed period on the worker's timer wheel.
+	Interval = runtime.Interval
+	// MissedTickBehavior says what an Interval does after missed ticks.
+	MissedTickBehavior = runtime.MissedTickBehavior
+)
+
+// Panic policies and missed-tick behaviours.
+const (
+	PanicReturn = runtime.PanicReturn // a panic fails only its task (default)
+	PanicCrash  = runtime.PanicCrash  // a panic ends the process
+
+	Burst = runtime.Burst // fire the missed ticks back to back (default)
+	Delay = runtime.Delay // restart the period from the late tick
+	Skip  = runtime.Skip  // skip the missed ticks, stay on the grid
+)
+
+// Errors of the runtime.
+var (
+	ErrClosed        = runtime.ErrClosed        // the runtime is closed
+	ErrOnWorker      = runtime.ErrOnWorker      // BlockOn, WaitAll or Close called from a task
+	ErrNoRuntime     = runtime.ErrNoRuntime     // a context that names no runtime
+	ErrInvalidConfig = runtime.ErrInvalidConfig // New was given a bad Config
+	ErrGoexit        = runtime.ErrGoexit        // the task called runtime.Goexit
+)
+
+// New starts a runtime configured by cfg (the zero Config means defaults).
+func New(cfg Config) (*Runtime, error) { return runtime.New(cfg) }
+
+// BlockOn runs fn as a root task on rt and returns its result once it and
+// everything spawned under it have finished. Call it from a plain
+// goroutine (in a task it returns ErrOnWorker).
+func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error) {
+	return runtime.BlockOn(rt, fn)
+}
+
+// WaitAll runs every fn as a root task on rt, concurrently, and returns
+// their results in order once all of them have finished.
+func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, error) {
+	return runtime.WaitAll(rt, fns...)
+}
+
+// Spawn starts fn as a new task, child of the task ctx belongs to.
+func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *JoinHandle[T] {
+	return runtime.Spawn(ctx, fn)
+}
+
+// SpawnOn starts fn as a new task on rt from any goroutine.
+func SpawnOn[T any](rt *Runtime, fn func(context.Context) (T, error)) *JoinHandle[T] {
+	return runtime.SpawnOn(rt, fn)
+}
+
+// Sleep pauses for d on the worker's timer wheel (a task suspends; a plain
+// goroutine blocks), or until ctx is cancelled.
+func Sleep(ctx context.Context, d time.Duration) error { return runtime.Sleep(ctx, d) }
+
+// SleepUntil pauses until deadline, or until ctx is cancelled.
+func SleepUntil(ctx context.Context, deadline time.Time) error {
+	return runtime.SleepUntil(ctx, deadline)
+}
+
+// Yield lets the other tasks queued on the worker run first.
+func Yield(ctx context.Context) error { return runtime.Yield(ctx) }
+
+// NewInterval returns an Interval with the given period.
+func NewInterval(period time.Duration, missed MissedTickBehavior) (*Interval, error) {
+	return runtime.NewInterval(period, missed)
+}
+
+// Timeout runs op with a context that ends after d: the per-call timeout.
+func Timeout[T any](ctx context.Context, d time.Duration, op func(context.Context) (T, error)) (T, error) {
+	return runtime.Timeout(ctx, d, op)
+}
+
+// Current returns the task ctx belongs to, or nil.
+func Current(ctx context.Context) *Task { return runtime.Current(ctx) }
+
+// WithRuntime returns a copy of ctx that names rt, so a plain goroutine can
+// use the I/O functions (Open, Dial, ...) on rt; in a task, the task's
+// context already names its runtime.
+func WithRuntime(ctx context.Context, rt *Runtime) context.Context {
+	return runtime.WithRuntime(ctx, rt)
+}
+
+// Locks, events and the rest of package sync: the zero values are ready to
+// use, and every wait takes a context and suspends a task without blocking
+// its worker.
+type (
+	Mutex          = fsync.Mutex
+	RWMutex        = fsync.RWMutex
+	Cond           = fsync.Cond
+	Event          = fsync.Event
+	Promise[T any] = fsync.Promise[T]
+	Semaphore      = fsync.Semaphore
+	WaitGroup      = fsync.WaitGroup
+	Latch          = fsync.Latch
+	Barrier        = fsync.Barrier
+)
+
+// ErrAlreadySet is returned by Promise.Set after the first Set.
+var ErrAlreadySet = fsync.ErrAlreadySet
+
+// NewSemaphore returns a semaphore with n permits.
+func NewSemaphore(n int64) *Semaphore { return fsync.NewSemaphore(n) }
+
+// NewLatch returns a latch that opens after n CountDowns.
+func NewLatch(n int) *Latch { return fsync.NewLatch(n) }
+
+// NewBarrier returns a barrier for n parties.
+func NewBarrier(n int) *Barrier { return fsync.NewBarrier(n) }
+
+// Channels: a bounded multi-producer multi-consumer channel with separate
+// ends, and Select over several operations.
+type (
+	Sender[T any]    = channel.Sender[T]
+	Receiver[T any]  = channel.Receiver[T]
+	SendError[T any] = channel.SendError[T]
+	// Case is one operation of a Select (Sender.SendCase,
+	// Receiver.RecvCase).
+	Case = channel.Case
+)
+
+// Errors of the channels.
+var (
+	ErrChannelClosed = channel.ErrClosed // the other side is gone
+	ErrChannelFull   = channel.ErrFull   // TrySend found no room
+	ErrChannelEmpty  = channel.ErrEmpty  // TryRecv found nothing
+)
+
+// NewChannel returns the two ends of a new channel that buffers capacity
+// values (0: a rendezvous channel).
+func NewChannel[T any](capacity int) (*Sender[T], *Receiver[T]) { return channel.New[T](capacity) }
+
+// Select waits until one of cases can proceed, performs it and returns its
+// index.
+func Select(ctx context.Context, cases ...Case) (int, error) { return channel.Select(ctx, cases...) }
+
+// Files and sockets through the worker's io_uring. Each call runs on the
+// runtime of ctx: the task's own, or the one WithRuntime attached.
+type (
+	File     = aio.File
+	Listener = aio.Listener
+	Conn     = aio.Conn
+	UDPConn  = aio.UDPConn
+)
+
+// Open opens name for reading, like os.Open.
+func Open(ctx context.Context, name string) (*File, error) { return aio.Open(ctx, name) }
+
+// Create creates or truncates name, like os.Create.
+func Create(ctx context.Context, name string) (*File, error) { return aio.Create(ctx, name) }
+
+// OpenFile opens name with flag and perm, like os.OpenFile.
+func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*File, error) {
+	return aio.OpenFile(ctx, name, flag, perm)
+}
+
+// ReadFile reads the whole file name, like os.ReadFile.
+func ReadFile(ctx context.Context, name string) ([]byte, error) { return aio.ReadFile(ctx, name) }
+
+// WriteFile writes data to name, like os.WriteFile.
+func WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	return aio.WriteFile(ctx, name, data, perm)
+}
+
+// Listen announces on a TCP address, like net.Listen.
+func Listen(ctx context.Context, network, address string) (*Listener, error) {
+	return aio.Listen(ctx, network, address)
+}
+
+// Dial connects to a TCP address, like net.Dial.
+func Dial(ctx context.Context, network, address string) (*Conn, error) {
+	return aio.Dial(ctx, network, address)
+}
+
+// ListenUDP opens a UDP socket bound to address, like net.ListenPacket.
+func ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
+	return aio.ListenUDP(ctx, network, address)
+}
+
+// DialUDP opens a UDP socket connected to address.
+func DialUDP(ctx context.Context, network, address string) (*UDPConn, error) {
+	return aio.DialUDP(ctx, network, address)
+}

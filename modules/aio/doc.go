@@ -1,0 +1,38 @@
+// Package aio is faio-go's file and socket I/O: File, Listener/Conn and
+// UDPConn mirror os.File, net.TCPConn and net.UDPConn, with ctx first on
+// every method that may wait, and run every operation on the io_uring of a
+// faio worker. It is built on the scheduler's exported API alone
+// (runtime.Submit, runtime.SubmitOn, runtime.RuntimeOf): an operation is an
+// Op the calling task submits; its worker prepares it on its ring after the
+// task suspended, batches it with others, and requeues the task with the
+// completion.
+//
+//	f, err := aio.Open(ctx, "data.bin") // ctx: a task's context
+//	if err != nil { ... }
+//	defer f.Close(ctx)
+//	n, err := f.ReadAt(ctx, buf, 0)
+//
+// # Which runtime
+//
+// A constructor (Open, Create, OpenFile, ReadFile, WriteFile, Listen,
+// Dial, ListenUDP, DialUDP) runs on the runtime of its ctx: the runtime of
+// ctx's task or, in a plain goroutine, the one runtime.WithRuntime attached
+// to ctx. The object remembers it: a File or Conn may then be used from
+// tasks and goroutines alike. In a task an operation suspends the task; in
+// a goroutine it is handed to a task on the object's runtime and the
+// goroutine blocks until it is done.
+//
+//	ctx := runtime.WithRuntime(context.Background(), rt) // in main, say
+//	data, err := aio.ReadFile(ctx, "config.json")
+//
+// # Descriptors and cancellation
+//
+// Descriptors are guarded: Close shuts sockets down to wake operations in
+// flight, closes the fd after the last one finished, and later calls fail
+// with net.ErrClosed or fs.ErrClosed; a use after Close never touches a
+// reused descriptor number. Cancelling an operation's ctx cancels it in the
+// kernel (IORING_OP_ASYNC_CANCEL), and the call returns only once the
+// kernel has let go of its buffer. Errors are the standard library's:
+// *fs.PathError for files, *net.OpError for sockets, io.EOF at the end,
+// with the errno inside (errors.Is(err, syscall.ECONNREFUSED) works).
+package aio

@@ -1,0 +1,5 @@
+//go:build !race
+
+package aio
+
+const raceEnabled = false

@@ -1,0 +1,34 @@
+package runtime
+
+import "context"
+
+type runtimeKey struct{}
+
+// WithRuntime returns a copy of ctx that carries rt, for plain goroutines
+// that use faio's I/O (and other packages built on Submit): an operation
+// given such a context runs on rt through SubmitOn and blocks the calling
+// goroutine, where a task's context would make the task suspend. Inside a
+// task, the task's own context already names its runtime.
+//
+//	ctx := runtime.WithRuntime(context.Background(), rt)
+//	f, err := aio.Open(ctx, "data.bin") // from main, say
+func WithRuntime(ctx context.Context, rt *Runtime) context.Context {
+	return context.WithValue(ctx, runtimeKey{}, rt)
+}
+
+// RuntimeOf returns the runtime ctx belongs to: that of the task whose
+// context ctx is or derives from, else the one WithRuntime attached, else
+// nil.
+func RuntimeOf(ctx context.Context) *Runtime {
+	if ctx == nil {
+		return nil
+	}
+	if t := Current(ctx); t != nil {
+		return t.rt
+	}
+	rt, _ := ctx.Value(runtimeKey{}).(*Runtime)
+	return rt
+}
+
+// Runtime returns the runtime the task runs on.
+func (t *Task) Runtime() *Runtime { return t.rt }
