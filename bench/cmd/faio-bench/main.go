@@ -15,7 +15,7 @@ package main
 import (
 	"os"
 
-	"github.com/faio-go/faio/bench"
+	"github.com/faio-go/faio/bench/internal/bench"
 )
 
 func main() {

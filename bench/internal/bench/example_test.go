@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/faio-go/faio/bench"
+	"github.com/faio-go/faio/bench/internal/bench"
 )
 
 // One measured configuration becomes one JSON line in the format of

@@ -1,8 +1,9 @@
 // Package bench runs the workloads of faio-go's benchmark suite (W1 ... W8
-// and W6d, specified in bench/WORKLOADS.md, the file in this directory)
-// twice in one process, once on faio and once on plain goroutines with the
-// standard library, and reports both side by side: the ratio of the two,
-// taken in the same run on the same machine, is the number to read.
+// and W6d, specified in bench/WORKLOADS.md) twice in one process, once on
+// faio and once on plain goroutines with the standard library, and reports
+// both side by side: the ratio of the two, taken in the same run on the
+// same machine, is the number to read. It is internal to the faio-bench
+// program (bench/cmd/faio-bench), its only user.
 //
 // # Parts
 //
