@@ -2,8 +2,6 @@ module github.com/faio-go/faio
 
 go 1.26.0
 
-require github.com/magefile/mage v1.17.2
-
 require (
 	github.com/faio-go/faio/modules/aio v0.0.0
 	github.com/faio-go/faio/modules/channel v0.0.0

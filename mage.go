@@ -1,7 +1,10 @@
 //go:build ignore
 
 // mage.go lets `go run mage.go <target>` build and run the targets of
-// magefile.go without mage installed.
+// tools/magefile.go without mage installed. The magefile lives in the tools
+// module, so that mage is a requirement of the build alone and not of the
+// module users import; the targets run in this directory, the repository's
+// root.
 package main
 
 import (
@@ -10,4 +13,7 @@ import (
 	"github.com/magefile/mage/mage"
 )
 
-func main() { os.Exit(mage.Main()) }
+func main() {
+	args := append([]string{"-d", "tools", "-w", "."}, os.Args[1:]...)
+	os.Exit(mage.ParseAndRun(os.Stdout, os.Stderr, os.Stdin, args))
+}

@@ -11,10 +11,10 @@ require (
 require (
 	github.com/faio-go/faio/modules/aio v0.0.0 // indirect
 	github.com/faio-go/faio/modules/channel v0.0.0 // indirect
-	github.com/faio-go/faio/modules/runtime v0.0.0 // indirect
-	github.com/faio-go/faio/modules/sync v0.0.0 // indirect
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
+	github.com/faio-go/faio/modules/runtime v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
+	github.com/faio-go/faio/modules/sync v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
 	github.com/faio-go/faio/modules/uring v0.0.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

@@ -13,6 +13,12 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
+require (
+	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
+	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
+	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
+)
+
 replace (
 	github.com/faio-go/faio/modules/ringq => ../ringq
 	github.com/faio-go/faio/modules/runtime => ../runtime

@@ -1,8 +1,8 @@
 //go:build mage
 
-// The build of faio-go. Run a target with `go run mage.go <target>` (nothing
-// to install) or `mage <target>` once mage is installed; `go run mage.go -l`
-// lists them.
+// The build of faio-go. Run a target from the repository's root with `go run
+// mage.go <target>` (nothing to install) or `mage -d tools -w . <target>`
+// once mage is installed; `go run mage.go -l` lists them.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/faio-go/faio/tools/release"
 	"github.com/magefile/mage/mg"
 	"github.com/magefile/mage/sh"
 )
@@ -178,7 +179,9 @@ func Demo() error {
 	return goCmd("run", "./examples/demo")
 }
 
-// Tidy runs `go mod tidy` offline in every module and `go work sync`.
+// Tidy runs `go mod tidy` in every module, each on its own (the siblings
+// come from their replace directives, never from the network), and `go
+// work sync`.
 func Tidy() error {
 	dirs, err := modules()
 	if err != nil {
@@ -187,7 +190,7 @@ func Tidy() error {
 	for _, d := range dirs {
 		cmd := exec.Command("go", "mod", "tidy")
 		cmd.Dir = d
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
@@ -195,4 +198,24 @@ func Tidy() error {
 		}
 	}
 	return goCmd("work", "sync")
+}
+
+// Release releases every module at version (vX.Y.Z): a commit "release
+// vX.Y.Z" in which the modules require each other at that version, and one
+// tag per module on it (modules/ringq/vX.Y.Z, ..., vX.Y.Z for the root
+// module), leaves first. Nothing is pushed: it prints the git push command
+// that publishes the release. With FAIO_RELEASE_DRYRUN=1 it is ReleaseDry.
+func Release(version string) error {
+	_, err := release.Release(".", version, release.Options{
+		DryRun: os.Getenv("FAIO_RELEASE_DRYRUN") == "1",
+		Log:    os.Stdout,
+	})
+	return err
+}
+
+// ReleaseDry does what Release would in a throwaway clone, whose path it
+// prints, and leaves this checkout untouched.
+func ReleaseDry(version string) error {
+	_, err := release.Release(".", version, release.Options{DryRun: true, Log: os.Stdout})
+	return err
 }
