@@ -313,6 +313,13 @@ func buildOutside(t *testing.T, proxy string) {
 	}
 	runT(t, dir, env, "go", "mod", "tidy")
 	t.Logf("outside go.mod after go mod tidy:\n%s", readT(t, filepath.Join(dir, "go.mod")))
+	// The build's own requirement stays in the tools module: a user of
+	// faio does not get mage.
+	for _, f := range []string{"go.mod", "go.sum"} {
+		if strings.Contains(readT(t, filepath.Join(dir, f)), "magefile/mage") {
+			t.Errorf("the outside module's %s names mage: importing faio pulls in the build's dependency", f)
+		}
+	}
 	runT(t, dir, env, "go", "build", "-o", "outside", ".")
 	out := runT(t, dir, env, filepath.Join(dir, "outside"))
 	t.Logf("outside program: %s", strings.TrimSpace(out))
