@@ -8,15 +8,17 @@ import (
 	"github.com/faio-go/faio"
 )
 
-// withRuntime runs fn on a new faio runtime with workers workers and closes
-// the runtime afterwards; starting and closing it are not part of any
-// measurement.
-func withRuntime(workers int, fn func(rt *faio.Runtime) error) error {
-	rt, err := faio.New(faio.Config{Workers: workers})
+// withRuntime runs fn on a new faio runtime with env.Workers workers and
+// closes the runtime afterwards, keeping its counters in env; starting and
+// closing it are not part of any measurement.
+func withRuntime(env *Env, fn func(rt *faio.Runtime) error) error {
+	rt, err := faio.New(faio.Config{Workers: env.Workers})
 	if err != nil {
 		return fmt.Errorf("bench: starting faio: %w", err)
 	}
 	err = fn(rt)
+	st := rt.Stats()
+	env.faioStats = &st
 	if cerr := rt.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("bench: closing faio: %w", cerr)
 	}

@@ -34,6 +34,10 @@ type Result struct {
 	// GOMAXPROCS while the run ran: the worker count for goroutines, the
 	// process default for faio (whose worker count is Workers).
 	GOMAXPROCS int `json:"gomaxprocs"`
+	// faio: task resumptions and successful steals of each worker, in
+	// worker order, so the balance of the run is visible.
+	Polls  []uint64 `json:"polls,omitempty"`
+	Steals []uint64 `json:"steals,omitempty"`
 }
 
 // NewResult turns a validated measurement into its Result, rounding every
@@ -50,6 +54,8 @@ func NewResult(w *Workload, impl Impl, workers int, m Measurement) Result {
 		RSSMiB:     round(m.RSSMiB, 10),
 		Threads:    m.Threads,
 		GOMAXPROCS: m.GOMAXPROCS,
+		Polls:      m.Polls,
+		Steals:     m.Steals,
 	}
 	if m.Ops > 0 {
 		r.NsPerOp = round(float64(m.Elapsed.Nanoseconds())/float64(m.Ops), 10)

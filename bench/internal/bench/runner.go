@@ -139,6 +139,12 @@ func (r *Runner) runOne(env Env, o Outcome, desc string) Outcome {
 	if m.GOMAXPROCS == 0 {
 		m.GOMAXPROCS = procs
 	}
+	if st := env.faioStats; st != nil && m.Polls == nil {
+		for _, w := range st.PerWorker {
+			m.Polls = append(m.Polls, w.Polls)
+			m.Steals = append(m.Steals, w.Steals)
+		}
+	}
 	res := NewResult(o.Workload, o.Impl, o.Workers, m)
 	o.Result = &res
 	fmt.Fprintln(r.Out, res.JSONLine())

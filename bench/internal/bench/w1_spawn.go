@@ -17,7 +17,7 @@ func spawnFaio(env *Env) (Measurement, error) {
 	n := env.Sizes.Spawns
 	done := make([]byte, n)
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+	err := withRuntime(env, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			for i := range n {

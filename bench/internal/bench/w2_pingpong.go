@@ -18,7 +18,7 @@ func pingPongFaio(env *Env) (Measurement, error) {
 	n := env.Sizes.PingPongs
 	final := 0
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+	err := withRuntime(env, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			pingTx, pingRx := faio.NewChannel[int](1)

@@ -18,7 +18,7 @@ func mutexFaio(env *Env) (Measurement, error) {
 	counter := 0
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+	err := withRuntime(env, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			spawnEach(ctx, s.MutexTasks, &errs, func(ctx context.Context, _ int) error {

@@ -25,7 +25,7 @@ func mpmcFaio(env *Env) (Measurement, error) {
 	tallies := make([]tally, s.Consumers)
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+	err := withRuntime(env, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			tx, rx := faio.NewChannel[int64](s.ChanCap)

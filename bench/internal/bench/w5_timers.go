@@ -49,7 +49,7 @@ func timersFaio(env *Env) (Measurement, error) {
 	late := newLateness(len(ds))
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+	err := withRuntime(env, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			spawnEach(ctx, len(ds), &errs, func(ctx context.Context, i int) error {

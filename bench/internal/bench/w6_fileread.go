@@ -60,7 +60,7 @@ func readFaio(env *Env, reads, flag int, newBuf func(size int) []byte) (Measurem
 	s := env.Sizes
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+	err := withRuntime(env, func(rt *faio.Runtime) error {
 		f, err := faio.OpenFile(faio.WithRuntime(context.Background(), rt), env.File, flag, 0)
 		if err != nil {
 			return err

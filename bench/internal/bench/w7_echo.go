@@ -34,7 +34,7 @@ type echoTotals struct {
 func echoFaio(env *Env) (Measurement, error) {
 	var report ClientReport
 	var totals echoTotals
-	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+	err := withRuntime(env, func(rt *faio.Runtime) error {
 		bg := context.Background()
 		l, err := faio.Listen(faio.WithRuntime(bg, rt), "tcp", "127.0.0.1:0")
 		if err != nil {

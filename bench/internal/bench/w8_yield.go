@@ -18,7 +18,7 @@ func yieldFaio(env *Env) (Measurement, error) {
 	counts := make([]int64, s.YieldTasks)
 	var errs firstError
 	var elapsed time.Duration
-	err := withRuntime(env.Workers, func(rt *faio.Runtime) error {
+	err := withRuntime(env, func(rt *faio.Runtime) error {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			spawnEach(ctx, s.YieldTasks, &errs, func(ctx context.Context, i int) error {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/faio-go/faio"
 )
 
 // Impl names one implementation of a workload.
@@ -39,6 +41,9 @@ type Env struct {
 	Self func(ctx context.Context, args ...string) (*exec.Cmd, error)
 	// Log receives progress and notes (stderr); it must not be nil.
 	Log io.Writer
+	// faioStats are the counters of the last faio runtime withRuntime
+	// closed in this run, for the per-worker balance of the JSON line.
+	faioStats *faio.Stats
 }
 
 // Measurement is what a run reports once its result has been validated.
@@ -55,6 +60,9 @@ type Measurement struct {
 	IOWQThreads   int     // io_uring io-wq workers among them
 	RSSMiB        float64 // peak RSS measured by a child process; 0: measure here
 	GOMAXPROCS    int     // GOMAXPROCS of the process that ran it; 0: this one
+	// Polls and Steals per faio worker (nil for goroutines): how evenly
+	// the work spread.
+	Polls, Steals []uint64
 }
 
 // Workload is one row of WORKLOADS.md with its two implementations.
