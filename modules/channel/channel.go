@@ -72,7 +72,7 @@ func New[T any](capacity int) (*Sender[T], *Receiver[T]) {
 	c.id = lastChanID.Add(1)
 	c.nodes.New = func() any {
 		n := &waiter[T]{ch: c}
-		n.g = &n.own
+		n.w = &n.own
 		n.register = n.arm
 		return n
 	}
@@ -90,7 +90,7 @@ func (c *channel[T]) sendLocked(e *end, v T) (outcome, runtime.Waker) {
 	}
 	if r := c.recvq.take(); r != nil {
 		r.val = v
-		return outcomeDone, r.g.waker
+		return outcomeDone, r.w.waker
 	}
 	if c.buf.Push(v) {
 		return outcomeDone, runtime.Waker{}
@@ -111,14 +111,14 @@ func (c *channel[T]) recvLocked(e *end) (T, outcome, runtime.Waker) {
 		if s := c.sendq.take(); s != nil {
 			c.buf.Push(s.val)
 			s.val = zero
-			return v, outcomeDone, s.g.waker
+			return v, outcomeDone, s.w.waker
 		}
 		return v, outcomeDone, runtime.Waker{}
 	}
 	if s := c.sendq.take(); s != nil {
 		v := s.val
 		s.val = zero
-		return v, outcomeDone, s.g.waker
+		return v, outcomeDone, s.w.waker
 	}
 	if c.senders == 0 {
 		return zero, outcomeClosed, runtime.Waker{}

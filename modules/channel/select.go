@@ -18,8 +18,8 @@ type Case interface {
 	// lock is released.
 	tryLocked() (outcome, runtime.Waker)
 	// enqueueLocked queues the case as case index of the Select waiting
-	// on g; dequeueLocked takes it out again if no peer has.
-	enqueueLocked(g *wait, index int)
+	// on w; dequeueLocked takes it out again if no peer has.
+	enqueueLocked(w *wait, index int)
 	dequeueLocked()
 	// result finishes a case that fired: it stores a received value and
 	// returns the error the case ended with.
@@ -78,36 +78,36 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 // selectWait is the rest of Select once no case was ready: it queues the
 // cases and waits for a peer to complete one of them, or for ctx to end.
 func selectWait(ctx context.Context, cases []Case, order []int, locks []*chanLock) (int, error) {
-	g := &wait{}
+	w := &wait{}
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		lockAll(locks)
-		if g.state.Load() != waiting {
+		if w.state.Load() != waiting {
 			// Cancelled before this ran; the Select has returned.
 			unlockAll(locks)
 			return true
 		}
-		// Nothing of g is queued yet and the owner needs all the locks to
-		// cancel, so g is ours until the nodes go in. A peer may have come
+		// Nothing of w is queued yet and the owner needs all the locks to
+		// cancel, so w is ours until the nodes go in. A peer may have come
 		// since the first look.
 		for _, i := range order {
 			if res, peer := cases[i].tryLocked(); res != outcomeWait {
-				g.index = i
-				g.state.Store(fired)
+				w.index = i
+				w.state.Store(fired)
 				unlockAll(locks)
 				peer.Wake()
 				return false
 			}
 		}
-		g.waker = wk
+		w.waker = wk
 		for _, i := range order {
-			cases[i].enqueueLocked(g, i)
+			cases[i].enqueueLocked(w, i)
 		}
 		unlockAll(locks)
 		return true
 	})
 
 	lockAll(locks)
-	cancel := err != nil && g.state.CompareAndSwap(waiting, cancelled)
+	cancel := err != nil && w.state.CompareAndSwap(waiting, cancelled)
 	for _, i := range order {
 		cases[i].dequeueLocked()
 	}
@@ -115,9 +115,9 @@ func selectWait(ctx context.Context, cases []Case, order []int, locks []*chanLoc
 	if cancel {
 		return -1, err
 	}
-	// Fired: by register, which woke us after writing g.index, or by a
+	// Fired: by register, which woke us after writing w.index, or by a
 	// peer, which wrote it under a lock we have held since.
-	return g.index, cases[g.index].result()
+	return w.index, cases[w.index].result()
 }
 
 // sortLocks sorts locks by id and drops duplicates (cases on one channel).
@@ -158,9 +158,9 @@ func (k *sendCase[T]) tryLocked() (outcome, runtime.Waker) {
 	return res, peer
 }
 
-func (k *sendCase[T]) enqueueLocked(g *wait, index int) {
+func (k *sendCase[T]) enqueueLocked(w *wait, index int) {
 	n := &k.node
-	n.g, n.index, n.end, n.val, n.closed = g, index, &k.s.end, k.v, false
+	n.w, n.index, n.end, n.val, n.closed = w, index, &k.s.end, k.v, false
 	k.s.ch.sendq.push(n)
 }
 
@@ -172,7 +172,7 @@ func (k *sendCase[T]) dequeueLocked() {
 
 func (k *sendCase[T]) result() error {
 	var zero T
-	k.node.val, k.node.g, k.node.end = zero, nil, nil
+	k.node.val, k.node.w, k.node.end = zero, nil, nil
 	if k.node.closed {
 		return &SendError[T]{Value: k.v}
 	}
@@ -194,10 +194,10 @@ func (k *recvCase[T]) tryLocked() (outcome, runtime.Waker) {
 	return res, peer
 }
 
-func (k *recvCase[T]) enqueueLocked(g *wait, index int) {
+func (k *recvCase[T]) enqueueLocked(w *wait, index int) {
 	n := &k.node
 	var zero T
-	n.g, n.index, n.end, n.val, n.closed = g, index, &k.r.end, zero, false
+	n.w, n.index, n.end, n.val, n.closed = w, index, &k.r.end, zero, false
 	k.r.ch.recvq.push(n)
 }
 
@@ -210,7 +210,7 @@ func (k *recvCase[T]) dequeueLocked() {
 func (k *recvCase[T]) result() error {
 	var zero T
 	v := k.node.val
-	k.node.val, k.node.g, k.node.end = zero, nil, nil
+	k.node.val, k.node.w, k.node.end = zero, nil, nil
 	if k.node.closed {
 		return ErrClosed
 	}

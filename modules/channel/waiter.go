@@ -42,10 +42,10 @@ type waiter[T any] struct {
 	prev, next *waiter[T]
 	queued     bool
 
-	g     *wait
-	index int  // the case of g's Select this node stands for
-	end   *end // the Sender or Receiver the operation goes through
-	val   T    // send: the value to deliver; recv: the value delivered
+	w     *wait // the wait this node stands for (shared by a Select's nodes)
+	index int   // the case of w's Select this node stands for
+	end   *end  // the Sender or Receiver the operation goes through
+	val   T     // send: the value to deliver; recv: the value delivered
 	// closed reports that the wait was ended by a Close, not a hand-off.
 	closed bool
 
@@ -95,8 +95,8 @@ func (q *queue[T]) remove(n *waiter[T]) {
 func (q *queue[T]) take() *waiter[T] {
 	for n := q.head; n != nil; n = q.head {
 		q.remove(n)
-		if n.g.claim() {
-			n.g.index = n.index
+		if n.w.claim() {
+			n.w.index = n.index
 			return n
 		}
 	}
@@ -108,7 +108,7 @@ func (q *queue[T]) take() *waiter[T] {
 func (q *queue[T]) failAll(wakers []runtime.Waker) []runtime.Waker {
 	for n := q.take(); n != nil; n = q.take() {
 		n.closed = true
-		wakers = append(wakers, n.g.waker)
+		wakers = append(wakers, n.w.waker)
 	}
 	return wakers
 }
@@ -120,10 +120,10 @@ func (q *queue[T]) failEnd(e *end, wakers []runtime.Waker) []runtime.Waker {
 		next := n.next
 		if n.end == e {
 			q.remove(n)
-			if n.g.claim() {
-				n.g.index = n.index
+			if n.w.claim() {
+				n.w.index = n.index
 				n.closed = true
-				wakers = append(wakers, n.g.waker)
+				wakers = append(wakers, n.w.waker)
 			}
 		}
 		n = next

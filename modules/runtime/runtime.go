@@ -129,7 +129,7 @@ func (rt *Runtime) now() time.Duration { return time.Since(rt.start) }
 
 // currentCoro returns the coroutine of rt that the calling goroutine is,
 // or nil. A worker holds its current coroutine in an atomic pointer, and a
-// coroutine's g is set once when it starts, so comparing them is race-free
+// coroutine's goid is set once when it starts, so comparing them is race-free
 // from any goroutine; only a match makes c.task safe to read.
 func (rt *Runtime) currentCoro() *coro {
 	g := getg()

@@ -7,12 +7,122 @@ import (
 	"time"
 )
 
-// States of a suspension, in the low bits of Task.wstate.
+// The suspension state machine.
+//
+// A task's suspensions are numbered: suspend counts t.gen up before
+// switching away, and everything that may end suspension gen carries that
+// number (a Waker, a timer entry, the AfterFunc of the wait's context, the
+// in-flight record of an I/O, a cancel request). The state of the current
+// suspension is one word, Task.wstate = gen<<genShift | flags | state, and
+// whoever ends a suspension does so with a compare-and-swap of the whole
+// word, gen included.
+//
+// States, s&stMask:
+//
+//	stIdle       no suspension: the task runs (or is queued after a spawn or
+//	             a yield), or has switched away and its worker has not yet
+//	             published the wait
+//	stWaiting    published: the only state a waker, a canceller or the
+//	             completion may leave
+//	stWoken      ended well: Wake, a Sleep's timer, an I/O completion, or
+//	             register (registerJoiner) returning false; the task is
+//	             queued or about to be, and stores stIdle when it runs
+//	stCancelled  ended by cancellation (for an I/O: completed after one);
+//	             likewise
+//
+// Flags, set by the worker when it publishes the wait (stIOCancel later):
+//
+//	stSelfCancel   ctx is the task itself: Task.cancel calls cancelWait (a
+//	               derived context does it through its AfterFunc)
+//	stIO           an I/O wait (Submit): only its completion ends it
+//	stIOCancel     a cancellation of the I/O wait was requested; set once
+//	stRegistering  the worker is running register or registerJoiner
+//
+// Transitions of suspension g (W stands for stWaiting, R for
+// stRegistering; claim writes g|to and keeps only R of the flags):
+//
+//	from                  to                    by
+//	(g-1)|Idle            g|W|flags             worker: completeSuspend publishes
+//	                                            the wait (Store)
+//	g|W[|R]               g|Woken[|R]           waker: Wake (claim); the wheel: a
+//	                                            Sleep's entry (claim); worker:
+//	                                            registerJoiner false (claim)
+//	g|W[|R], not IO       g|Cancelled[|R]       canceller: cancelWait (claim), from
+//	                                            Task.cancel, the context's
+//	                                            AfterFunc or the deadline entry
+//	g|W|IO                g|W|IO|IOCancel       canceller: cancelWait (CAS), then
+//	                                            requestCancel (ASYNC_CANCEL)
+//	g|W|IO[|IOCancel]     g|Woken, g|Cancelled  I/O completion: completeIO (claim),
+//	                                            Cancelled iff it saw stIOCancel
+//	g|W|R, g|Cancelled|R  g|Woken|R             worker: forceWoken, register
+//	                                            returned false
+//	g|x|R                 g|x                   worker: endRegistering (CAS); it
+//	                                            queues the task iff x is not W
+//	g|Woken, g|Cancelled  g|Idle                task: suspend, having read the
+//	                                            outcome (Store)
+//
+// Exactly one party ends each suspension, and the task runs only after it
+// has:
+//
+//   - Every party but the task and its worker only leaves g|W, by a CAS
+//     with its own gen: a holder of an earlier gen (a Waker left in a wait
+//     list, a timer entry that fires late, an AfterFunc still running, a
+//     late cancel request) fails the comparison and writes nothing; a late
+//     completion is caught earlier by its record's own generation. Within a
+//     gen the word never returns to an earlier value and gens are not
+//     reused (58 bits), so there is no ABA: a CAS that succeeds proves that
+//     the word, and so the task, did not move since the load it was based
+//     on.
+//   - The winner of claim queues the task. The queue (inbox mutex, LIFO
+//     slot, run queue) orders the winner's writes, with the claim itself,
+//     before the worker that pops the task and resumes it, and so before
+//     the task's load of the outcome: completeIO stores the result before
+//     its claim for this reason.
+//   - The task's writes (t.gen, the coroutine's suspension fields) reach
+//     the worker through the coroutine switch. The publication Store orders
+//     everything the worker did for the wait (the I/O record and t.ioWorker
+//     in startIO, the timer entries) before any party that loads g|W; the
+//     worker reads the suspension's fields before it, since from that Store
+//     on the task may run elsewhere.
+//   - A cancellation that comes before the publication finds gen-1 and
+//     does nothing; the worker's check of ctx.Err() after its Store catches
+//     it (Dekker: Task.cancel stores errv, then loads wstate for
+//     stSelfCancel; a derived context sets its error, then runs the
+//     AfterFunc; the worker stores wstate, then loads the error).
+//   - stRegistering defers the queueing to the worker: a claim that lands
+//     while register runs wins the outcome but reports deferred and queues
+//     nothing; endRegistering clears R by CAS and queues the task iff the
+//     wait has ended. The two CASes are ordered, so exactly one of the
+//     claimer (which saw R clear) and endRegistering (which saw the end)
+//     queues it, and never while register still runs. Only waits with a
+//     register (kindRegister, kindJoin) set R; the wheel's and completeIO's
+//     claims ignore deferred, which is always false for theirs.
+//   - An I/O wait ends only by its completion, so the task gets its buffers
+//     back only once the kernel is done with them. No Waker of an I/O wait
+//     reaches claim (its only one is the deadline entry, which cancels);
+//     cancelWait turns a cancellation into stIOCancel, once, and a request
+//     to the ring's worker (t.ioWorker, loaded before the CAS and still
+//     valid since the CAS succeeded), handed over under cancelMu; that
+//     worker submits ASYNC_CANCEL and later reaps the completion it causes,
+//     on the same goroutine, so completeIO sees stIOCancel and ends the
+//     wait Cancelled. A cancellation landing after completeIO's load loses,
+//     and the wait ends Woken with the real result.
+//   - register returning false beats a cancellation landing inside
+//     register: the primitive may have handed the task a resource under its
+//     lock, so the wait must succeed. forceWoken, run by the worker while R
+//     is still set, rewrites g|Cancelled|R to g|Woken|R. That is safe
+//     because the cancellation's win is not observable yet: cancelWait
+//     reports nothing and has queued nothing. A Wake's win (it returned
+//     true to someone) is never rewritten. kindJoin hands nothing over and
+//     uses plain claim, so there a cancellation may win.
+//
+// A plain goroutine's Suspend (parker) uses the same gen|state word
+// without flags: it runs register itself and blocks on a channel.
 const (
 	stIdle      = 0 // not suspended
-	stWaiting   = 1 // registered; Wake or cancellation may resume it
-	stWoken     = 2 // resumed by Wake: the wait succeeded
-	stCancelled = 3 // resumed by cancellation: the wait failed
+	stWaiting   = 1 // published; Wake or cancellation may end it
+	stWoken     = 2 // ended by Wake (or a completion): the wait succeeded
+	stCancelled = 3 // ended by cancellation: the wait failed
 	stMask      = 3
 	// stSelfCancel marks a suspension whose context is the task itself, so
 	// the task's own cancel must resume it (a derived context does so
