@@ -380,6 +380,14 @@ func (w *worker) drive() int {
 	if w.wheel.Len() > 0 {
 		n += w.fireTimers()
 	}
+	if n > 0 && w.inbox.len()+w.local.Len() > 1 {
+		// Tasks are queued behind the one this worker runs next: tell a
+		// sleeping worker, unless somebody already searches, so that a
+		// server's connections spread over the workers instead of all
+		// staying on the ring that woke them (tokio's rule for work
+		// queued while no worker searches).
+		w.rt.notifyOne()
+	}
 	return n
 }
 
