@@ -69,7 +69,9 @@ func (c *coro) loop(yield func(struct{}) bool) {
 	}
 }
 
-// onCoroutine reports whether the caller runs on a faio coroutine or worker.
+// onCoroutine reports whether the caller runs on a faio coroutine, that is
+// in a task. Worker loops are not in the map: the only code of others they
+// run is the register functions given to Suspend, which must not block.
 func onCoroutine() bool {
 	_, ok := coroutines.Load(getg())
 	return ok
