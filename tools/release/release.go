@@ -381,10 +381,12 @@ func cloneForDryRun(root, dir string) (string, error) {
 		return "", err
 	}
 	settings := [][2]string{{"commit.gpgSign", "false"}, {"tag.gpgSign", "false"}}
-	if name, _ := git(root, "config", "user.name"); name == "" {
+	// Asked of the clone: a clone does not inherit its source's local
+	// config, only the global and system ones.
+	if name, _ := git(dir, "config", "user.name"); name == "" {
 		settings = append(settings, [2]string{"user.name", "faio release dry run"})
 	}
-	if email, _ := git(root, "config", "user.email"); email == "" {
+	if email, _ := git(dir, "config", "user.email"); email == "" {
 		settings = append(settings, [2]string{"user.email", "release-dry-run@invalid"})
 	}
 	for _, s := range settings {
