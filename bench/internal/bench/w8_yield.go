@@ -10,8 +10,10 @@ import (
 )
 
 // W8: YieldTasks tasks each yield to the scheduler Yields times (faio's
-// Yield, runtime.Gosched for goroutines). Each counts its completed yields;
-// the total must be YieldTasks*Yields.
+// Yield, runtime.Gosched for goroutines). Each counts its completed yields
+// in a local and stores the count once at the end (adjacent counters
+// written on every yield from two Ps would measure false sharing, not the
+// scheduler); the total must be YieldTasks*Yields.
 
 func yieldFaio(env *Env) (Measurement, error) {
 	s := env.Sizes
@@ -22,11 +24,13 @@ func yieldFaio(env *Env) (Measurement, error) {
 		var err error
 		elapsed, err = timeBlockOn(rt, func(ctx context.Context) error {
 			spawnEach(ctx, s.YieldTasks, &errs, func(ctx context.Context, i int) error {
+				var n int64
+				defer func() { counts[i] = n }()
 				for range s.Yields {
 					if err := faio.Yield(ctx); err != nil {
 						return err
 					}
-					counts[i]++
+					n++
 				}
 				return nil
 			})
@@ -50,10 +54,12 @@ func yieldGoroutines(env *Env) (Measurement, error) {
 	var wg sync.WaitGroup
 	for i := range s.YieldTasks {
 		wg.Go(func() {
+			var n int64
 			for range s.Yields {
 				goruntime.Gosched()
-				counts[i]++
+				n++
 			}
+			counts[i] = n
 		})
 	}
 	wg.Wait()
