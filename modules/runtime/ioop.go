@@ -84,6 +84,11 @@ func SubmitOn(ctx context.Context, rt *Runtime, op Op) (Result, error) {
 	if taskFor(ctx) != nil {
 		return Submit(ctx, op)
 	}
+	if err := ctx.Err(); err != nil {
+		// Like Submit: an operation whose context has ended does not
+		// start (the spawned task would not see ctx in time).
+		return Result{}, err
+	}
 	h := SpawnOn(rt, func(tctx context.Context) (Result, error) { return Submit(tctx, op) })
 	res, err := h.Join(ctx)
 	if err != nil && ctx.Err() != nil && !h.task.has(flagCompleted) {

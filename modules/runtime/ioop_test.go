@@ -277,3 +277,30 @@ func TestSubmitOnFromGoroutine(t *testing.T) {
 		t.Fatalf("SubmitOn = %+v, %v, %q", r, err, op.buf)
 	}
 }
+
+// prepCounter counts how often the worker prepared it.
+type prepCounter struct {
+	readOp
+	preps atomic.Int32
+}
+
+func (o *prepCounter) Prep(sqe *uring.SQE) { o.preps.Add(1); o.readOp.Prep(sqe) }
+
+// SubmitOn from a goroutine with a context that has already ended does not
+// start the operation, as Submit does not (a write with an expired net
+// deadline used to go out anyway).
+func TestSubmitOnEndedContextStartsNothing(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	f := tempFile(t, []byte("data"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		op := &prepCounter{readOp: readOp{fd: int(f.Fd()), buf: make([]byte, 4)}}
+		if _, err := SubmitOn(ctx, rt, op); !errors.Is(err, context.Canceled) {
+			t.Fatalf("SubmitOn with a cancelled context = %v, want context.Canceled", err)
+		}
+		if n := op.preps.Load(); n != 0 {
+			t.Fatalf("the operation was prepared %d times", n)
+		}
+	}
+}
