@@ -17,6 +17,7 @@ require (
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
 )
 
 replace (

@@ -1,0 +1,210 @@
+package aio
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// deadline is one direction's deadline of a net.Conn or net.Listener
+// adapter, with the semantics package net documents: an operation waiting
+// when the deadline passes fails with os.ErrDeadlineExceeded, one started
+// after it fails at once, moving the deadline affects the operations
+// already waiting, and the zero time clears it.
+//
+// Every operation of the direction runs with the deadline's current
+// context; the deadline passing cancels that context with the cause
+// os.ErrDeadlineExceeded, which cancels the operations in the kernel (and
+// only returns once the kernel let go of their buffers, as any cancelled
+// faio operation). A new deadline after an expiry starts a fresh context.
+type deadline struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	seq    uint64 // bumped by every set: a timer of an older set does nothing
+}
+
+// context returns the context an operation starting now runs with.
+func (d *deadline) context() context.Context {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx == nil {
+		d.ctx, d.cancel = context.WithCancelCause(context.Background())
+	}
+	return d.ctx
+}
+
+// set moves the deadline to t (zero: none).
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seq++
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	if d.ctx == nil || d.ctx.Err() != nil {
+		// Past an expiry the operations that saw it have ended; later
+		// ones get a context of their own.
+		d.ctx, d.cancel = context.WithCancelCause(context.Background())
+	}
+	if t.IsZero() {
+		return
+	}
+	wait := time.Until(t)
+	if wait <= 0 {
+		d.cancel(os.ErrDeadlineExceeded)
+		return
+	}
+	seq, cancel := d.seq, d.cancel
+	d.timer = time.AfterFunc(wait, func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.seq == seq {
+			cancel(os.ErrDeadlineExceeded)
+		}
+	})
+}
+
+// stop releases the timer (Close).
+func (d *deadline) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seq++
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+}
+
+// expired rewrites the error of an operation that ran with ctx when the
+// deadline ended it: the *net.OpError keeps its fields and carries
+// os.ErrDeadlineExceeded (Timeout() true), as package net reports it.
+func expired(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(context.Cause(ctx), os.ErrDeadlineExceeded) {
+		return err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		c := *op
+		c.Err = os.ErrDeadlineExceeded
+		return &c
+	}
+	return os.ErrDeadlineExceeded
+}
+
+// NetConn is a Conn as a net.Conn, for code written against the standard
+// interfaces: bufio, io.Copy, crypto/tls, net/http. Its methods take no
+// context; deadlines (SetDeadline and friends) bound them instead, exactly
+// as package net documents. Called from a task, an operation suspends the
+// task; called from a plain goroutine, it blocks the goroutine while a
+// task of the Conn's runtime does the work. It is safe for concurrent use.
+//
+// Code layered on a NetConn may lock plain Go mutexes (crypto/tls does,
+// around its handshake and each direction). A task that waits on such a
+// mutex blocks its worker, and until it returns the completions of that
+// worker's ring wait too: if the holder of the mutex waits for one of them,
+// nothing moves. Give such a connection to one task, or let the first task
+// finish the handshake (tls.Conn.HandshakeContext) before other tasks or
+// goroutines share it.
+type NetConn struct {
+	c      *Conn
+	rd, wd deadline
+}
+
+var _ net.Conn = (*NetConn)(nil)
+
+// NetConn returns c as a net.Conn (the same one on every call is not
+// guaranteed: keep the value).
+func (c *Conn) NetConn() *NetConn { return &NetConn{c: c} }
+
+// Conn returns the underlying Conn.
+func (n *NetConn) Conn() *Conn { return n.c }
+
+// Read reads like net.Conn.Read: io.EOF once the peer closed its side.
+func (n *NetConn) Read(b []byte) (int, error) {
+	ctx := n.rd.context()
+	r, err := n.c.Read(ctx, b)
+	return r, expired(ctx, err)
+}
+
+// Write writes all of b, like net.Conn.Write.
+func (n *NetConn) Write(b []byte) (int, error) {
+	ctx := n.wd.context()
+	w, err := n.c.Write(ctx, b)
+	return w, expired(ctx, err)
+}
+
+// Close closes the connection; operations in flight fail with
+// net.ErrClosed.
+func (n *NetConn) Close() error {
+	n.rd.stop()
+	n.wd.stop()
+	return n.c.Close(context.Background())
+}
+
+// CloseWrite shuts down the sending side, like net.TCPConn.CloseWrite.
+func (n *NetConn) CloseWrite() error { return n.c.CloseWrite(context.Background()) }
+
+// CloseRead shuts down the receiving side, like net.TCPConn.CloseRead.
+func (n *NetConn) CloseRead() error { return n.c.CloseRead(context.Background()) }
+
+// LocalAddr returns the local address.
+func (n *NetConn) LocalAddr() net.Addr { return n.c.LocalAddr() }
+
+// RemoteAddr returns the peer's address.
+func (n *NetConn) RemoteAddr() net.Addr { return n.c.RemoteAddr() }
+
+// SetDeadline sets the read and write deadlines.
+func (n *NetConn) SetDeadline(t time.Time) error {
+	n.rd.set(t)
+	n.wd.set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline of Read, including Reads already
+// waiting; the zero time clears it.
+func (n *NetConn) SetReadDeadline(t time.Time) error { n.rd.set(t); return nil }
+
+// SetWriteDeadline sets the deadline of Write, including Writes already
+// waiting; the zero time clears it.
+func (n *NetConn) SetWriteDeadline(t time.Time) error { n.wd.set(t); return nil }
+
+// NetListener is a Listener as a net.Listener: Accept returns *NetConn
+// values, so http.Serve and gRPC servers can run on faio connections.
+type NetListener struct {
+	l  *Listener
+	ad deadline
+}
+
+var _ net.Listener = (*NetListener)(nil)
+
+// NetListener returns l as a net.Listener.
+func (l *Listener) NetListener() *NetListener { return &NetListener{l: l} }
+
+// Accept waits for the next connection, like net.Listener.Accept; after
+// Close it fails with an error matching net.ErrClosed.
+func (n *NetListener) Accept() (net.Conn, error) {
+	ctx := n.ad.context()
+	c, err := n.l.Accept(ctx)
+	if err != nil {
+		return nil, expired(ctx, err)
+	}
+	return c.NetConn(), nil
+}
+
+// SetDeadline bounds Accept, like net.TCPListener.SetDeadline.
+func (n *NetListener) SetDeadline(t time.Time) error { n.ad.set(t); return nil }
+
+// Close stops listening; an Accept in progress fails.
+func (n *NetListener) Close() error {
+	n.ad.stop()
+	return n.l.Close(context.Background())
+}
+
+// Addr returns the listening address.
+func (n *NetListener) Addr() net.Addr { return n.l.Addr() }

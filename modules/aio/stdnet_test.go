@@ -1,0 +1,214 @@
+package aio
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/faio-go/faio/modules/runtime"
+	"golang.org/x/net/nettest"
+)
+
+// netPipe returns two connected faio NetConns over loopback TCP, made
+// with ctx (a goroutine context naming rt).
+func netPipe(ctx context.Context) (c1, c2 net.Conn, stop func(), err error) {
+	ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer ln.Close(ctx)
+	type accepted struct {
+		c   *Conn
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		c, err := ln.Accept(ctx)
+		ch <- accepted{c, err}
+	}()
+	d, err := Dial(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	a := <-ch
+	if a.err != nil {
+		d.Close(ctx)
+		return nil, nil, nil, a.err
+	}
+	c1, c2 = d.NetConn(), a.c.NetConn()
+	return c1, c2, func() { c1.Close(); c2.Close() }, nil
+}
+
+// The net.Conn conformance suite of golang.org/x/net: basic I/O, ping-pong,
+// racy reads and writes, Close while blocked, deadlines in the past, in the
+// future, moved while waiting, and cleared, concurrent method calls.
+func TestNetConnConformance(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
+		return netPipe(goroutineCtx(rt))
+	})
+}
+
+// The deadline rules of package net, from a task: the task suspends in
+// Read, and another task moving the deadline ends that Read.
+func TestNetConnDeadlinesFromTask(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	c1, c2, stop, err := netPipe(goroutineCtx(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	runTask(t, rt, func(ctx context.Context) error {
+		buf := make([]byte, 8)
+		// A deadline in the past fails at once.
+		c1.SetReadDeadline(time.Now().Add(-time.Second))
+		start := time.Now()
+		_, err := c1.Read(buf)
+		if !isTimeout(err) || time.Since(start) > time.Second {
+			return errors.Join(errors.New("past deadline: want an immediate timeout"), err)
+		}
+		// The zero time clears it: the Read waits for data.
+		c1.SetReadDeadline(time.Time{})
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			if err := runtime.Sleep(ctx, 20*time.Millisecond); err != nil {
+				return 0, err
+			}
+			return c2.Write([]byte("hi"))
+		})
+		if n, err := c1.Read(buf); err != nil || string(buf[:n]) != "hi" {
+			return errors.Join(errors.New("read after clearing the deadline"), err)
+		}
+		// A Read waiting with no deadline ends when another task sets one
+		// in the past.
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			if err := runtime.Sleep(ctx, 20*time.Millisecond); err != nil {
+				return 0, err
+			}
+			return 0, c1.SetReadDeadline(time.Now())
+		})
+		start = time.Now()
+		_, err = c1.Read(buf)
+		if !isTimeout(err) {
+			return errors.Join(errors.New("moving the deadline did not end the waiting Read"), err)
+		}
+		// Moved later while waiting: the Read lasts until the new one.
+		c1.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			return 0, c1.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		})
+		start = time.Now()
+		_, err = c1.Read(buf)
+		if el := time.Since(start); !isTimeout(err) || el < 150*time.Millisecond {
+			return errors.Join(errors.New("deadline moved later: want a timeout after ~200ms, got it after "+el.String()), err)
+		}
+		return nil
+	})
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) && errors.As(err, &ne) && ne.Timeout()
+}
+
+// bufio, io.Copy and crypto/tls run over faio connections, from tasks.
+func TestNetConnWithStandardLibrary(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	cert := selfSigned(t)
+	runTask(t, rt, func(ctx context.Context) error {
+		ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		nl := ln.NetListener()
+		defer nl.Close()
+		// The server: TLS over the faio connection, echoing lines with
+		// bufio and io.Copy.
+		server := runtime.Spawn(ctx, func(ctx context.Context) (int64, error) {
+			c, err := nl.Accept()
+			if err != nil {
+				return 0, err
+			}
+			tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}})
+			defer tc.Close()
+			return io.Copy(tc, bufio.NewReader(tc))
+		})
+		d, err := Dial(ctx, "tcp", ln.Addr().String())
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		pool.AddCert(cert.Leaf)
+		tc := tls.Client(d.NetConn(), &tls.Config{RootCAs: pool, ServerName: "faio.test"})
+		// Handshake here, before a goroutine shares tc: otherwise the
+		// task may block its worker on tls's handshake mutex (plain Go)
+		// while the goroutine holding it waits for I/O that needs that
+		// worker's ring (see NetConn's doc).
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return err
+		}
+		const lines = 200
+		go func() {
+			w := bufio.NewWriter(tc)
+			for range lines {
+				w.WriteString("a line through TLS over io_uring\n")
+			}
+			w.Flush()
+			tc.CloseWrite()
+		}()
+		r := bufio.NewScanner(tc)
+		n := 0
+		for r.Scan() {
+			if r.Text() != "a line through TLS over io_uring" {
+				return errors.New("garbled line: " + r.Text())
+			}
+			n++
+		}
+		if err := r.Err(); err != nil {
+			return err
+		}
+		if n != lines {
+			return errors.New("lines lost")
+		}
+		if _, err := server.Join(ctx); err != nil {
+			return err
+		}
+		return tc.Close()
+	})
+}
+
+// selfSigned makes a certificate for "faio.test".
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "faio.test"},
+		DNSNames:     []string{"faio.test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+}
