@@ -10,6 +10,7 @@ require (
 
 require (
 	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.62.0
 	pgregory.net/rapid v1.3.0
 )
 
@@ -17,7 +18,6 @@ require (
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
 )
 
 replace (
