@@ -25,6 +25,16 @@
 //	ctx := runtime.WithRuntime(context.Background(), rt) // in main, say
 //	data, err := aio.ReadFile(ctx, "config.json")
 //
+// # Standard interfaces
+//
+// Conn.NetConn, Listener.NetListener and UDPConn.NetPacketConn return the
+// connection as a net.Conn, net.Listener and net.PacketConn, with package
+// net's deadline rules instead of a ctx, and File.IO returns the file as
+// io.Reader, io.Writer, io.ReaderAt, io.WriterAt, io.Seeker and io.Closer:
+// bufio, io.Copy, crypto/tls and net/http (http.Serve on a NetListener)
+// work on them, from tasks and from goroutines. golang.org/x/net's
+// nettest.TestConn passes for NetConn.
+//
 // # Descriptors and cancellation
 //
 // Descriptors are guarded: Close shuts sockets down to wake operations in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -208,3 +209,72 @@ func (n *NetListener) Close() error {
 
 // Addr returns the listening address.
 func (n *NetListener) Addr() net.Addr { return n.l.Addr() }
+
+// NetPacketConn is a UDPConn as a net.PacketConn, with package net's
+// deadline rules (see NetConn).
+type NetPacketConn struct {
+	c      *UDPConn
+	rd, wd deadline
+}
+
+var _ net.PacketConn = (*NetPacketConn)(nil)
+
+// NetPacketConn returns c as a net.PacketConn.
+func (c *UDPConn) NetPacketConn() *NetPacketConn { return &NetPacketConn{c: c} }
+
+// ReadFrom reads one datagram and returns its sender as a *net.UDPAddr.
+func (n *NetPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	ctx := n.rd.context()
+	r, from, err := n.c.ReadFrom(ctx, b)
+	if err != nil {
+		return r, nil, expired(ctx, err)
+	}
+	return r, net.UDPAddrFromAddrPort(from), nil
+}
+
+// WriteTo sends b as one datagram to addr, a *net.UDPAddr (or any net.Addr
+// whose String is an ip:port).
+func (n *NetPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	var to netip.AddrPort
+	switch a := addr.(type) {
+	case *net.UDPAddr:
+		to = a.AddrPort()
+	case nil:
+		return 0, &net.OpError{Op: "write", Net: "udp", Source: n.c.LocalAddr(), Err: errMissingAddress}
+	default:
+		ap, err := netip.ParseAddrPort(addr.String())
+		if err != nil {
+			return 0, &net.OpError{Op: "write", Net: "udp", Source: n.c.LocalAddr(), Addr: addr, Err: err}
+		}
+		to = ap
+	}
+	ctx := n.wd.context()
+	w, err := n.c.WriteTo(ctx, b, to)
+	return w, expired(ctx, err)
+}
+
+var errMissingAddress = errors.New("missing address")
+
+// Close closes the socket; operations in flight fail with net.ErrClosed.
+func (n *NetPacketConn) Close() error {
+	n.rd.stop()
+	n.wd.stop()
+	return n.c.Close(context.Background())
+}
+
+// LocalAddr returns the local address.
+func (n *NetPacketConn) LocalAddr() net.Addr { return n.c.LocalAddr() }
+
+// SetDeadline sets the read and write deadlines.
+func (n *NetPacketConn) SetDeadline(t time.Time) error {
+	n.rd.set(t)
+	n.wd.set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline of ReadFrom, including calls already
+// waiting.
+func (n *NetPacketConn) SetReadDeadline(t time.Time) error { n.rd.set(t); return nil }
+
+// SetWriteDeadline sets the deadline of WriteTo.
+func (n *NetPacketConn) SetWriteDeadline(t time.Time) error { n.wd.set(t); return nil }
