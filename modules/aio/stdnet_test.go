@@ -61,6 +61,34 @@ func TestNetConnConformance(t *testing.T) {
 	})
 }
 
+// The same suite with every Read and Write made by a task (spawned for
+// the call, which nettest makes from its goroutines): the task suspends in
+// the operation, and deadlines set from other goroutines reach it.
+func TestNetConnConformanceFromTasks(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
+		c1, c2, stop, err := netPipe(goroutineCtx(rt))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return taskConn{c1, rt}, taskConn{c2, rt}, stop, nil
+	})
+}
+
+// taskConn runs the Reads and Writes of its net.Conn in tasks of rt.
+type taskConn struct {
+	net.Conn
+	rt *runtime.Runtime
+}
+
+func (c taskConn) Read(b []byte) (int, error) {
+	return runtime.SpawnOn(c.rt, func(context.Context) (int, error) { return c.Conn.Read(b) }).Join(context.Background())
+}
+
+func (c taskConn) Write(b []byte) (int, error) {
+	return runtime.SpawnOn(c.rt, func(context.Context) (int, error) { return c.Conn.Write(b) }).Join(context.Background())
+}
+
 // The deadline rules of package net, from a task: the task suspends in
 // Read, and another task moving the deadline ends that Read.
 func TestNetConnDeadlinesFromTask(t *testing.T) {
