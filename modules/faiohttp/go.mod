@@ -1,0 +1,26 @@
+module github.com/faio-go/faio/modules/faiohttp
+
+go 1.26.0
+
+require (
+	github.com/faio-go/faio/modules/aio v0.0.0
+	github.com/faio-go/faio/modules/runtime v0.0.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
+	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
+	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
+	github.com/faio-go/faio/modules/uring v0.0.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
+
+replace (
+	github.com/faio-go/faio/modules/aio => ../aio
+	github.com/faio-go/faio/modules/ringq => ../ringq
+	github.com/faio-go/faio/modules/runtime => ../runtime
+	github.com/faio-go/faio/modules/statemachine => ../statemachine
+	github.com/faio-go/faio/modules/timerwheel => ../timerwheel
+	github.com/faio-go/faio/modules/uring => ../uring
+)

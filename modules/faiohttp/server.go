@@ -1,0 +1,667 @@
+// Package faiohttp is an HTTP/1.1 server that runs each connection as a
+// faio task and calls a standard http.Handler inside it. Requests are
+// parsed by net/http's own http.ReadRequest over a bufio.Reader on the
+// connection, so keep-alive, pipelining, chunked bodies and the header
+// rules are net/http's; the connection's I/O runs on the io_uring of the
+// task's worker, the task suspending while it waits.
+//
+//	srv := &faiohttp.Server{Handler: mux, ReadTimeout: 10 * time.Second}
+//	err := srv.Serve(ctx, ln) // ln from aio.Listen; ctx a task's or runtime.WithRuntime's
+//
+// # What a handler must not do
+//
+// A handler runs on a worker. A call that blocks in plain Go (a Go mutex
+// held elsewhere, a Go channel, time.Sleep, a blocking syscall, a database
+// driver built on package net) holds that worker, and the connections
+// queued on it wait: the runtime's watchdog notices a worker stuck for
+// Config.StallThreshold (10 ms by default) with tasks waiting and wakes
+// another worker to take them, so the others see that much extra latency,
+// but the completions of the stuck worker's ring wait until the call
+// returns. Use faio's primitives (faio.Sleep, faio.Mutex, faio channels,
+// aio I/O), or hand blocking work to a goroutine and wait for it with one:
+//
+//	var p faio.Promise[result] // github.com/faio-go/faio
+//	go func() { p.Set(blockingCall()) }()
+//	res, err := p.Wait(r.Context()) // the task suspends; the worker serves others
+package faiohttp
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/faio-go/faio/modules/aio"
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+// Server serves HTTP/1.1 on faio connections. Its zero value serves
+// http.DefaultServeMux with no timeouts; a Server must not be copied after
+// first use.
+type Server struct {
+	// Handler answers the requests (http.DefaultServeMux if nil).
+	Handler http.Handler
+	// TLSConfig, if set, makes every connection TLS (crypto/tls over the
+	// faio connection, the handshake done in the connection's task).
+	TLSConfig *tls.Config
+	// ReadTimeout bounds reading one request, body included;
+	// ReadHeaderTimeout the header alone (default: ReadTimeout).
+	ReadTimeout, ReadHeaderTimeout time.Duration
+	// WriteTimeout bounds writing one response.
+	WriteTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a kept-alive
+	// connection (default: ReadTimeout).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and header (default
+	// http.DefaultMaxHeaderBytes, 1 MiB); a larger one gets 431.
+	MaxHeaderBytes int
+	// ErrorLog receives accept and handler-panic errors (default: the
+	// standard logger).
+	ErrorLog func(format string, args ...any)
+
+	mu        sync.Mutex
+	listeners map[*aio.Listener]struct{}
+	conns     map[*conn]struct{}
+	shutdown  atomic.Bool
+	done      chan struct{} // closed when the last connection is gone after Shutdown
+}
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = http.ErrServerClosed
+
+// Serve accepts connections on ln and serves each in a task of its own,
+// spawned under ctx, until Shutdown or Close (then it returns
+// ErrServerClosed) or ctx is cancelled. Called from a task, the accept loop
+// runs in that task; from a plain goroutine, ctx must name a runtime
+// (runtime.WithRuntime) and Serve blocks until the loop and every
+// connection have ended.
+func (s *Server) Serve(ctx context.Context, ln *aio.Listener) error {
+	if runtime.Current(ctx) == nil {
+		rt := runtime.RuntimeOf(ctx)
+		if rt == nil {
+			return fmt.Errorf("faiohttp: Serve: %w", runtime.ErrNoRuntime)
+		}
+		_, err := runtime.BlockOn(rt, func(tctx context.Context) (struct{}, error) {
+			// The loop's task is cancelled with ctx, too.
+			stop := context.AfterFunc(ctx, func() { ln.Close(context.Background()) })
+			defer stop()
+			return struct{}{}, s.serve(tctx, ln)
+		})
+		return err
+	}
+	return s.serve(ctx, ln)
+}
+
+func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
+	s.mu.Lock()
+	if s.shutdown.Load() {
+		s.mu.Unlock()
+		ln.Close(ctx)
+		return ErrServerClosed
+	}
+	if s.listeners == nil {
+		s.listeners = map[*aio.Listener]struct{}{}
+		s.conns = map[*conn]struct{}{}
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	for {
+		c, err := ln.Accept(ctx)
+		if err != nil {
+			if s.shutdown.Load() {
+				return ErrServerClosed
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			s.logf("faiohttp: accept: %v", err)
+			if err := runtime.Sleep(ctx, 5*time.Millisecond); err != nil {
+				return err
+			}
+			continue
+		}
+		cn := &conn{srv: s, nc: c.NetConn()}
+		if !s.track(cn, true) {
+			cn.nc.Close()
+			return ErrServerClosed
+		}
+		runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			defer s.track(cn, false)
+			cn.serve(ctx)
+			return struct{}{}, nil
+		})
+	}
+}
+
+// track adds or removes a connection; adding fails after Shutdown.
+func (s *Server) track(c *conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.shutdown.Load() {
+			return false
+		}
+		s.conns[c] = struct{}{}
+		return true
+	}
+	delete(s.conns, c)
+	if s.shutdown.Load() && len(s.conns) == 0 && s.done != nil {
+		close(s.done)
+		s.done = nil
+	}
+	return true
+}
+
+// Shutdown stops accepting, closes idle connections, lets the requests in
+// flight finish (their connections close after the response) and waits
+// for them until ctx ends; then it returns ctx.Err() and the connections
+// still open are left to finish. Called from a task, the task suspends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	lns, conns := s.stop(done)
+	for _, ln := range lns {
+		ln.Close(context.Background())
+	}
+	for _, c := range conns {
+		c.closeIfIdle()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close closes the listeners and every connection at once.
+func (s *Server) Close() error {
+	lns, conns := s.stop(nil)
+	for _, ln := range lns {
+		ln.Close(context.Background())
+	}
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	return nil
+}
+
+// stop marks the server shut down and returns what is open. s.mu guards
+// only the maps, never I/O: a task waiting for a Go mutex blocks its
+// worker, and a close under the lock could wait for a completion on that
+// very worker's ring. done, if not nil, is closed once no connection is
+// left.
+func (s *Server) stop(done chan struct{}) ([]*aio.Listener, []*conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shutdown.Store(true)
+	if done != nil {
+		if len(s.conns) == 0 {
+			close(done)
+		} else {
+			s.done = done
+		}
+	}
+	lns := make([]*aio.Listener, 0, len(s.listeners))
+	for ln := range s.listeners {
+		lns = append(lns, ln)
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return lns, conns
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog(format, args...)
+		return
+	}
+	defaultLog(format, args...)
+}
+
+// conn is one connection's state, owned by its task.
+type conn struct {
+	srv  *Server
+	nc   *aio.NetConn
+	rwc  net.Conn      // nc, or the TLS connection over it
+	lr   *limitReader  // bounds the header read
+	br   *bufio.Reader // over lr
+	bw   *bufio.Writer // over rwc
+	idle atomic.Bool   // between requests: Shutdown may close it
+}
+
+// closeIfIdle closes the connection if it waits for a request.
+func (c *conn) closeIfIdle() {
+	if c.idle.Load() {
+		c.nc.Close()
+	}
+}
+
+func (c *conn) serve(ctx context.Context) {
+	s := c.srv
+	defer func() {
+		if r := recover(); r != nil {
+			s.logf("faiohttp: panic serving %v: %v", c.nc.RemoteAddr(), r)
+		}
+		c.rwc.Close()
+	}()
+	c.rwc = c.nc
+	if s.TLSConfig != nil {
+		tc := tls.Server(c.nc, s.TLSConfig)
+		if d := s.readHeaderTimeout(); d > 0 {
+			c.nc.SetDeadline(time.Now().Add(d))
+		}
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.rwc = tc
+			return
+		}
+		c.nc.SetDeadline(time.Time{})
+		c.rwc = tc
+	}
+	maxHeader := s.MaxHeaderBytes
+	if maxHeader <= 0 {
+		maxHeader = http.DefaultMaxHeaderBytes
+	}
+	c.lr = &limitReader{r: c.rwc, n: -1}
+	c.br = bufio.NewReaderSize(c.lr, 4096)
+	c.bw = bufio.NewWriterSize(c.rwc, 4096)
+	for first := true; ; first = false {
+		// Wait for the request's first byte under the idle timeout.
+		// Idle, then the check: Shutdown stores shutdown, then closes
+		// the idle connections, so one of the two sees the other.
+		c.idle.Store(true)
+		if s.shutdown.Load() {
+			return
+		}
+		if d := s.idleTimeout(); d > 0 && !first {
+			c.nc.SetReadDeadline(time.Now().Add(d))
+		} else if d := s.readHeaderTimeout(); d > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+		// The header read, from its first byte, may consume only so
+		// much (what bufio already holds of a pipelined request is
+		// not counted again, as in net/http).
+		c.lr.n = int64(maxHeader) + 4096 // net/http's slack for the request line
+		if _, err := c.br.Peek(1); err != nil {
+			if c.lr.hitLimit {
+				c.badRequest(err)
+			}
+			return
+		}
+		c.idle.Store(false)
+		if d := s.readHeaderTimeout(); d > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+		req, err := http.ReadRequest(c.br)
+		c.lr.n = -1
+		if err != nil {
+			c.badRequest(err)
+			return
+		}
+		if d := s.ReadTimeout; d > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(d))
+		} else {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		if d := s.WriteTimeout; d > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(d))
+		}
+		keep := c.serveRequest(ctx, req)
+		if !keep || s.shutdown.Load() {
+			return
+		}
+		c.nc.SetWriteDeadline(time.Time{})
+	}
+}
+
+func (s *Server) readHeaderTimeout() time.Duration {
+	if s.ReadHeaderTimeout > 0 {
+		return s.ReadHeaderTimeout
+	}
+	return s.ReadTimeout
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return s.ReadTimeout
+}
+
+// badRequest answers a request that could not be read, as net/http does.
+func (c *conn) badRequest(err error) {
+	var code int
+	var text string
+	switch {
+	case c.lr.hitLimit:
+		code, text = http.StatusRequestHeaderFieldsTooLarge, "431 Request Header Fields Too Large"
+	case isTimeout(err), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return // the client went away or was too slow: nothing to say
+	default:
+		code, text = http.StatusBadRequest, "400 Bad Request"
+	}
+	fmt.Fprintf(c.rwc, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s", code, http.StatusText(code), text)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// serveRequest runs the handler for req and reports whether the
+// connection may serve another request.
+func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) {
+	s := c.srv
+	req.RemoteAddr = c.nc.RemoteAddr().String()
+	if tc, ok := c.rwc.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		req.TLS = &st
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req = req.WithContext(rctx)
+	w := &response{c: c, req: req, header: http.Header{}, status: 0}
+	if req.ProtoAtLeast(1, 1) && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		req.Body = &expectContinue{r: req.Body, w: w}
+	}
+	handler := s.Handler
+	if handler == nil {
+		handler = http.DefaultServeMux
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					w.abort = true
+					return
+				}
+				s.logf("faiohttp: panic serving %v: %v", req.RemoteAddr, r)
+				w.abort = true
+			}
+		}()
+		handler.ServeHTTP(w, req)
+	}()
+	if w.abort {
+		return false
+	}
+	if err := w.finish(); err != nil {
+		return false
+	}
+	// The rest of the body must be read before the next request; a
+	// large unread rest closes the connection instead, as net/http does.
+	if e, ok := req.Body.(*expectContinue); ok && !e.sent {
+		// The client waits for 100 Continue or this response, and may
+		// never send the body: the connection cannot be reused.
+		return false
+	}
+	if req.Body != nil {
+		if n, err := io.CopyN(io.Discard, req.Body, 256<<10+1); n > 256<<10 || (err != nil && err != io.EOF) {
+			return false
+		}
+		req.Body.Close()
+	}
+	// http.ReadRequest set req.Close for an HTTP/1.0 request without
+	// keep-alive; sendHeader set closeAfter for a body of unknown length
+	// there, and for Connection: close.
+	return !w.closeAfter && !req.Close
+}
+
+// limitReader bounds what the header read may consume: n >= 0 bytes may
+// still be read; n < 0 means no limit.
+type limitReader struct {
+	r        io.Reader
+	n        int64
+	hitLimit bool
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n == 0 {
+		l.hitLimit = true
+		return 0, io.EOF
+	}
+	if l.n > 0 && int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	if l.n > 0 {
+		l.n -= int64(n)
+	}
+	return n, err
+}
+
+// expectContinue sends "100 Continue" before the first read of the body.
+type expectContinue struct {
+	r    io.ReadCloser
+	w    *response
+	sent bool
+}
+
+func (e *expectContinue) Read(p []byte) (int, error) {
+	if !e.sent {
+		e.sent = true
+		if !e.w.wroteHeader {
+			e.w.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := e.w.c.bw.Flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return e.r.Read(p)
+}
+
+func (e *expectContinue) Close() error { return e.r.Close() }
+
+// response is the http.ResponseWriter of one request. A body that the
+// handler finishes within the buffer gets a Content-Length; a longer one
+// is sent chunked (HTTP/1.1) or up to the connection's close (HTTP/1.0).
+type response struct {
+	c             *conn
+	req           *http.Request
+	header        http.Header
+	status        int
+	wroteHeader   bool // the status line and header are in bw
+	buf           []byte
+	buffering     bool // the body is still held in buf
+	chunked       bool
+	contentLength int64 // -1: unknown until the end
+	written       int64
+	closeAfter    bool
+	abort         bool
+}
+
+const bufferLimit = 4096
+
+func (w *response) Header() http.Header { return w.header }
+
+func (w *response) WriteHeader(code int) {
+	if w.status != 0 {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("faiohttp: invalid WriteHeader code %v", code))
+	}
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		// An informational response goes out at once; the real one
+		// follows.
+		fmt.Fprintf(w.c.bw, "HTTP/1.1 %03d %s\r\n", code, http.StatusText(code))
+		w.header.Write(w.c.bw)
+		w.c.bw.WriteString("\r\n")
+		w.c.bw.Flush()
+		return
+	}
+	w.status = code
+	w.buffering = true
+	w.contentLength = -1
+	if cl := w.header.Get("Content-Length"); cl != "" {
+		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
+			w.contentLength = n
+		} else {
+			w.header.Del("Content-Length")
+		}
+	}
+}
+
+func (w *response) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !bodyAllowed(w.status) || w.req.Method == http.MethodHead {
+		if !bodyAllowed(w.status) {
+			return 0, http.ErrBodyNotAllowed
+		}
+		w.written += int64(len(p))
+		return len(p), nil
+	}
+	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if w.buffering {
+		if len(w.buf)+len(p) <= bufferLimit {
+			w.buf = append(w.buf, p...)
+			return len(p), nil
+		}
+		if err := w.sendHeader(false); err != nil {
+			return 0, err
+		}
+		if err := w.body(w.buf); err != nil {
+			return 0, err
+		}
+		w.buf = nil
+	}
+	if err := w.body(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush sends what is buffered (http.Flusher).
+func (w *response) Flush() {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.buffering {
+		if w.sendHeader(false) != nil {
+			return
+		}
+		if w.body(w.buf) != nil {
+			return
+		}
+		w.buf = nil
+	}
+	w.c.bw.Flush()
+}
+
+// sendHeader writes the status line and header; final says the whole body
+// is in buf.
+func (w *response) sendHeader(final bool) error {
+	w.buffering = false
+	w.wroteHeader = true
+	h := w.header
+	if h.Get("Date") == "" {
+		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	}
+	hasBody := bodyAllowed(w.status) && w.req.Method != http.MethodHead
+	if h.Get("Content-Type") == "" && hasBody && len(w.buf) > 0 && h.Get("Transfer-Encoding") == "" {
+		h.Set("Content-Type", http.DetectContentType(w.buf))
+	}
+	switch {
+	case !bodyAllowed(w.status):
+		h.Del("Content-Length")
+		h.Del("Transfer-Encoding")
+	case w.contentLength >= 0:
+	case final:
+		w.contentLength = int64(len(w.buf))
+		if w.req.Method != http.MethodHead || len(w.buf) > 0 {
+			h.Set("Content-Length", strconv.Itoa(len(w.buf)))
+		}
+	case w.req.ProtoAtLeast(1, 1):
+		w.chunked = true
+		h.Set("Transfer-Encoding", "chunked")
+	default:
+		w.closeAfter = true
+	}
+	if strings.EqualFold(h.Get("Connection"), "close") || w.req.Close {
+		w.closeAfter = true
+	}
+	if w.closeAfter && w.req.ProtoAtLeast(1, 1) {
+		h.Set("Connection", "close")
+	} else if !w.req.ProtoAtLeast(1, 1) && !w.closeAfter && strings.EqualFold(w.req.Header.Get("Connection"), "keep-alive") {
+		h.Set("Connection", "keep-alive")
+	}
+	bw := w.c.bw
+	proto := "HTTP/1.1"
+	if !w.req.ProtoAtLeast(1, 1) {
+		proto = "HTTP/1.0"
+	}
+	fmt.Fprintf(bw, "%s %03d %s\r\n", proto, w.status, http.StatusText(w.status))
+	if err := h.Write(bw); err != nil {
+		return err
+	}
+	_, err := bw.WriteString("\r\n")
+	return err
+}
+
+// body writes p as body bytes (one chunk when chunked).
+func (w *response) body(p []byte) error {
+	if len(p) == 0 || w.req.Method == http.MethodHead {
+		return nil
+	}
+	bw := w.c.bw
+	if w.chunked {
+		fmt.Fprintf(bw, "%x\r\n", len(p))
+		bw.Write(p)
+		_, err := bw.WriteString("\r\n")
+		return err
+	}
+	_, err := bw.Write(p)
+	return err
+}
+
+// finish completes the response after the handler returned.
+func (w *response) finish() error {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.buffering {
+		if err := w.sendHeader(true); err != nil {
+			return err
+		}
+		if err := w.body(w.buf); err != nil {
+			return err
+		}
+		w.buf = nil
+	}
+	if w.chunked {
+		w.c.bw.WriteString("0\r\n\r\n")
+	}
+	if w.contentLength >= 0 && w.written < w.contentLength && w.req.Method != http.MethodHead {
+		w.closeAfter = true // the declared length was not honoured
+	}
+	return w.c.bw.Flush()
+}
+
+func bodyAllowed(status int) bool {
+	return (status < 100 || status > 199) && status != http.StatusNoContent && status != http.StatusNotModified
+}
+
+func defaultLog(format string, args ...any) { log.Printf(format, args...) }
