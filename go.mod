@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/faio-go/faio/modules/faiohttp v0.0.0
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
@@ -27,3 +28,5 @@ replace (
 	github.com/faio-go/faio/modules/timerwheel => ./modules/timerwheel
 	github.com/faio-go/faio/modules/uring => ./modules/uring
 )
+
+replace github.com/faio-go/faio/modules/faiohttp => ./modules/faiohttp

@@ -60,3 +60,14 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
+
+// httpServer runs examples/http in its self-test mode: a static file
+// server on faiohttp serving include/ over TLS, every file fetched and
+// checked. It runs in a process of its own (one faio runtime per example).
+func httpServer(*faio.Runtime) (string, error) {
+	out, err := runCmd("go", "run", "./examples/http", "-selftest", "-tls", "-root", "include")
+	if err != nil {
+		return "", err
+	}
+	return lastLine(out), nil
+}

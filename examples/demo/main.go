@@ -1,8 +1,9 @@
 // Command demo shows faio-go at work on this machine: a tree of tasks,
 // thousands of timers on the workers' wheels, file reads and a file copy
 // through the workers' io_uring rings, a TCP echo server with hundreds of
-// client tasks, and a producer/consumer pipeline over a channel feeding a
-// mutex-guarded map; each step is checked and timed. It exits non-zero if a
+// client tasks, a producer/consumer pipeline over a channel feeding a
+// mutex-guarded map, a static file server on faiohttp over TLS, and the C
+// and C++ examples; each step is checked and timed. It exits non-zero if a
 // check fails.
 package main
 
@@ -48,6 +49,7 @@ func run() error {
 		{"copy", fileCopy},
 		{"echo", echo},
 		{"channel", pipeline},
+		{"http", httpServer},
 		{"C, C++", cHosts},
 	} {
 		msg, err := step.fn(rt)
