@@ -5,13 +5,13 @@ go 1.26.0
 require (
 	github.com/faio-go/faio/modules/aio v0.0.0
 	github.com/faio-go/faio/modules/channel v0.0.0
+	github.com/faio-go/faio/modules/faiohttp v0.0.0
 	github.com/faio-go/faio/modules/runtime v0.0.0
 	github.com/faio-go/faio/modules/sync v0.0.0
 	github.com/faio-go/faio/modules/uring v0.0.0
 )
 
 require (
-	github.com/faio-go/faio/modules/faiohttp v0.0.0
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
@@ -21,6 +21,7 @@ require (
 replace (
 	github.com/faio-go/faio/modules/aio => ./modules/aio
 	github.com/faio-go/faio/modules/channel => ./modules/channel
+	github.com/faio-go/faio/modules/faiohttp => ./modules/faiohttp
 	github.com/faio-go/faio/modules/ringq => ./modules/ringq
 	github.com/faio-go/faio/modules/runtime => ./modules/runtime
 	github.com/faio-go/faio/modules/statemachine => ./modules/statemachine
@@ -28,5 +29,3 @@ replace (
 	github.com/faio-go/faio/modules/timerwheel => ./modules/timerwheel
 	github.com/faio-go/faio/modules/uring => ./modules/uring
 )
-
-replace github.com/faio-go/faio/modules/faiohttp => ./modules/faiohttp
