@@ -25,7 +25,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W6,W6d,W7,W8" {
+	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W6,W6d,W7,W8,W10" {
 		t.Errorf("workloads %s", got)
 	}
 	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" {
@@ -43,7 +43,7 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{[]string{"-w", "w8, W3-mutex,spawn,W3"}, func(o Options) bool { return ids(o.Workloads) == "W1,W3,W8" }},
 		{[]string{"-w", "W6d"}, func(o Options) bool { return ids(o.Workloads) == "W6d" }},
-		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 9 }},
+		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 10 }},
 		{[]string{"-workers", "2, 1,2"}, func(o Options) bool { return fmt.Sprint(o.Workers) == "[2 1]" }},
 		{[]string{"-impl", "faio"}, func(o Options) bool { return fmt.Sprint(o.Impls) == "[faio]" }},
 		{[]string{"-impl", "goroutines"}, func(o Options) bool { return fmt.Sprint(o.Impls) == "[goroutines]" }},
@@ -153,7 +153,7 @@ func TestLookupWorkload(t *testing.T) {
 	if _, ok := LookupWorkload("W6D"); !ok {
 		t.Error("W6D not found")
 	}
-	if _, ok := LookupWorkload("W10"); ok {
-		t.Error("W10 found")
+	if _, ok := LookupWorkload("W9"); ok {
+		t.Error("W9 found")
 	}
 }

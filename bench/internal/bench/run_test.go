@@ -32,6 +32,8 @@ func expectedOps(id string, s Sizes) int64 {
 		return int64(s.Conns * s.Trips)
 	case "W8":
 		return int64(s.YieldTasks * s.Yields)
+	case "W10":
+		return int64(s.Trips)
 	}
 	return -1
 }
@@ -100,7 +102,7 @@ func checkResult(t *testing.T, w *Workload, impl Impl, workers int, r Result, s 
 	if impl == Goroutines && r.GOMAXPROCS != workers {
 		t.Errorf("%s: gomaxprocs %d, want the worker count", key, r.GOMAXPROCS)
 	}
-	hasLatency := w.ID == "W5" || w.ID == "W7"
+	hasLatency := w.ID == "W5" || w.ID == "W7" || w.ID == "W10"
 	if (r.P99us != nil) != hasLatency || (r.P50us != nil) != hasLatency {
 		t.Errorf("%s: p50/p99 present %v, want %v", key, r.P99us != nil, hasLatency)
 	}

@@ -125,6 +125,8 @@ func Workloads() []*Workload {
 			Target: Target{MaxRatio: 0.77, MaxP99: 2 * time.Millisecond}, faio: echoFaio, gor: echoGoroutines},
 		{ID: "W8", Name: "yield", Unit: "one yield", AlsoOneWorker: true,
 			Target: Target{MaxRatio: 0.6}, faio: yieldFaio, gor: yieldGoroutines},
+		{ID: "W10", Name: "goroutine-caller", Unit: "one round trip",
+			Target: Target{MaxRatio: 1.5, MaxP99: time.Millisecond}, faio: callerFaio, gor: callerGoroutines},
 	}
 }
 
