@@ -370,3 +370,85 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
+
+// HEAD has no body, 204 has none, a handler's panic closes only its
+// connection, a declared Content-Length is honoured, and a Flush sends
+// the response chunked.
+func TestResponseRules(t *testing.T) {
+	rt := newRuntime(t)
+	ctx := runtime.WithRuntime(context.Background(), rt)
+	ln, err := aio.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/nocontent", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("/panic", func(w http.ResponseWriter, r *http.Request) { panic("handler bug") })
+	mux.HandleFunc("/length", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		io.WriteString(w, "hello")
+	})
+	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "part one,")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, " part two")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>hi</html>") })
+	srv := &Server{Handler: mux, ErrorLog: func(string, ...any) { logged.Add(1) }}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	base := "http://" + ln.Addr().String()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+
+	resp, err := c.Head(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(b) != 0 {
+		t.Errorf("HEAD: %d with %d body bytes", resp.StatusCode, len(b))
+	}
+	resp, err = c.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "<html>hi</html>" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || resp.ContentLength != 15 {
+		t.Errorf("GET /: %q, type %q, length %d", b, resp.Header.Get("Content-Type"), resp.ContentLength)
+	}
+	resp, err = c.Get(base + "/nocontent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("/nocontent: %d", resp.StatusCode)
+	}
+	if _, err := c.Get(base + "/panic"); err == nil {
+		t.Error("a panicking handler's request got a response")
+	}
+	if logged.Load() == 0 {
+		t.Error("the handler's panic was not logged")
+	}
+	if got := get(t, c, base+"/length"); got != "hello" {
+		t.Errorf("/length: %q", got)
+	}
+	resp, err = c.Get(base + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "part one, part two" || len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
+		t.Errorf("/stream: %q, transfer encoding %v", b, resp.TransferEncoding)
+	}
+	srv.Close()
+	if err := <-done; !errors.Is(err, ErrServerClosed) {
+		t.Fatal(err)
+	}
+}
