@@ -1,4 +1,4 @@
-// Package bench runs the workloads of faio-go's benchmark suite (W1 ... W8, W10
+// Package bench runs the workloads of faio-go's benchmark suite (W1 ... W8, W5b, W10
 // and W6d, specified in bench/WORKLOADS.md) twice in one process, once on
 // faio and once on plain goroutines with the standard library, and reports
 // both side by side: the ratio of the two, taken in the same run on the

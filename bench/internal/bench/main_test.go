@@ -37,6 +37,8 @@ func tinySizes() Sizes {
 		Timers:           300,
 		MinSleep:         time.Millisecond,
 		MaxSleep:         5 * time.Millisecond,
+		Sleepers:         500,
+		SleepMargin:      200 * time.Millisecond,
 		FileSize:         1 << 20,
 		BlockSize:        4096,
 		Reads:            2_000,

@@ -36,7 +36,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	fs := flag.NewFlagSet("faio-bench", flag.ContinueOnError)
 	fs.SetOutput(output)
 	var (
-		wFlag       = fs.String("w", "all", "comma-separated workloads to run (W1 ... W8, W6d, W10, or their names)")
+		wFlag       = fs.String("w", "all", "comma-separated workloads to run (W1 ... W8, W5b, W6d, W10, or their names)")
 		workersFlag = fs.String("workers", "", "comma-separated worker counts (default: the number of CPUs, and also 1 for W1, W3, W8)")
 		implFlag    = fs.String("impl", "both", "implementation to run: faio, goroutines or both")
 		sizesFlag   = fs.String("sizes", "", "internal: the sizes as JSON, for child processes")
@@ -91,7 +91,7 @@ func parseWorkloads(list string) ([]*Workload, error) {
 	for _, name := range strings.Split(list, ",") {
 		w, ok := LookupWorkload(strings.TrimSpace(name))
 		if !ok {
-			return nil, fmt.Errorf("%w: unknown workload %q (want W1 ... W8, W6d, W10 or all)", ErrUsage, strings.TrimSpace(name))
+			return nil, fmt.Errorf("%w: unknown workload %q (want W1 ... W8, W5b, W6d, W10 or all)", ErrUsage, strings.TrimSpace(name))
 		}
 		want[w.ID] = true
 	}

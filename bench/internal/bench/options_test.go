@@ -25,7 +25,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W6,W6d,W7,W8,W10" {
+	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W5b,W6,W6d,W7,W8,W10" {
 		t.Errorf("workloads %s", got)
 	}
 	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" {
@@ -43,7 +43,7 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{[]string{"-w", "w8, W3-mutex,spawn,W3"}, func(o Options) bool { return ids(o.Workloads) == "W1,W3,W8" }},
 		{[]string{"-w", "W6d"}, func(o Options) bool { return ids(o.Workloads) == "W6d" }},
-		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 10 }},
+		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 11 }},
 		{[]string{"-workers", "2, 1,2"}, func(o Options) bool { return fmt.Sprint(o.Workers) == "[2 1]" }},
 		{[]string{"-impl", "faio"}, func(o Options) bool { return fmt.Sprint(o.Impls) == "[faio]" }},
 		{[]string{"-impl", "goroutines"}, func(o Options) bool { return fmt.Sprint(o.Impls) == "[goroutines]" }},
@@ -55,7 +55,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-client", "127.0.0.1:9"}, func(o Options) bool { return o.Client == "127.0.0.1:9" }},
 		{[]string{"-child"}, func(o Options) bool { return o.Child }},
 		{[]string{"-sizes", `{"spawns":5,"ping_pongs":1,"mutex_tasks":1,"mutex_iters":1,"producers":1,"consumers":1,
-			"items_per_producer":1,"chan_cap":1,"timers":1,"min_sleep":1000,"max_sleep":1000,"file_size":8192,
+			"items_per_producer":1,"chan_cap":1,"timers":1,"min_sleep":1000,"max_sleep":1000,"sleepers":1,"sleep_margin":1000000,"file_size":8192,
 			"block_size":4096,"reads":1,"direct_reads":1,"in_flight":1,"conns":1,"trips":1,"msg_size":16,
 			"yield_tasks":1,"yields":1}`}, func(o Options) bool {
 			return o.Sizes.Spawns == 5 && o.Sizes.MinSleep == time.Microsecond && strings.HasSuffix(o.File, "faio-bench-w6-8192B.dat")

@@ -24,6 +24,8 @@ func expectedOps(id string, s Sizes) int64 {
 		return int64(s.Producers * s.ItemsPerProducer)
 	case "W5":
 		return int64(s.Timers)
+	case "W5b":
+		return int64(s.Sleepers)
 	case "W6":
 		return int64(s.Reads)
 	case "W6d":
@@ -102,7 +104,7 @@ func checkResult(t *testing.T, w *Workload, impl Impl, workers int, r Result, s 
 	if impl == Goroutines && r.GOMAXPROCS != workers {
 		t.Errorf("%s: gomaxprocs %d, want the worker count", key, r.GOMAXPROCS)
 	}
-	hasLatency := w.ID == "W5" || w.ID == "W7" || w.ID == "W10"
+	hasLatency := w.ID == "W5" || w.ID == "W5b" || w.ID == "W7" || w.ID == "W10"
 	if (r.P99us != nil) != hasLatency || (r.P50us != nil) != hasLatency {
 		t.Errorf("%s: p50/p99 present %v, want %v", key, r.P99us != nil, hasLatency)
 	}

@@ -27,6 +27,9 @@ type Sizes struct {
 	MinSleep time.Duration `json:"min_sleep"` // W5: shortest sleep
 	MaxSleep time.Duration `json:"max_sleep"` // W5: longest sleep
 
+	Sleepers    int           `json:"sleepers"`     // W5b: tasks asleep until one deadline
+	SleepMargin time.Duration `json:"sleep_margin"` // W5b: the deadline, from the start
+
 	FileSize    int64 `json:"file_size"`    // W6, W6d: bytes in the data file
 	BlockSize   int   `json:"block_size"`   // W6, W6d: bytes per read
 	Reads       int   `json:"reads"`        // W6: page-cache reads
@@ -55,6 +58,8 @@ func FullSizes() Sizes {
 		Timers:           100_000,
 		MinSleep:         time.Millisecond,
 		MaxSleep:         100 * time.Millisecond,
+		Sleepers:         1_000_000,
+		SleepMargin:      15 * time.Second,
 		FileSize:         1 << 30,
 		BlockSize:        4 << 10,
 		Reads:            1_000_000,
@@ -78,6 +83,8 @@ func QuickSizes() Sizes {
 	s.MutexIters /= 10
 	s.ItemsPerProducer /= 10
 	s.Timers /= 10
+	s.Sleepers /= 10
+	s.SleepMargin /= 10
 	s.FileSize = 64 << 20
 	s.Reads /= 10
 	s.DirectReads /= 10
@@ -116,6 +123,8 @@ func (s Sizes) Validate() error {
 	positive("chan_cap", int64(s.ChanCap))
 	positive("timers", int64(s.Timers))
 	positive("min_sleep", int64(s.MinSleep))
+	positive("sleepers", int64(s.Sleepers))
+	positive("sleep_margin", int64(s.SleepMargin))
 	positive("file_size", s.FileSize)
 	positive("reads", int64(s.Reads))
 	positive("direct_reads", int64(s.DirectReads))

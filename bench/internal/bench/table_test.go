@@ -108,7 +108,7 @@ func TestTargetCheck(t *testing.T) {
 func TestWorkloadTargets(t *testing.T) {
 	want := map[string]string{
 		"W1": "≤ 0.5", "W2": "≤ 0.6", "W3": "≤ 0.6", "W4": "≤ 1",
-		"W5": "≤ 1.05, p99 ≤ 1ms", "W6": "≤ 1", "W6d": "≤ 1.05, ≤ 8 threads",
+		"W5": "≤ 1.05, p99 ≤ 1ms", "W5b": "≤ 1, all woken ≤ 1s", "W6": "≤ 1", "W6d": "≤ 1.05, ≤ 8 threads",
 		"W7": "≤ 0.77, p99 ≤ 2ms", "W8": "≤ 0.6", "W10": "≤ 1.5, p99 ≤ 1ms",
 	}
 	ws := Workloads()

@@ -16,6 +16,9 @@ type Target struct {
 	MaxP99 time.Duration
 	// MaxThreads bounds faio's peak OS threads (W6d); 0: no bound.
 	MaxThreads int
+	// MaxWake bounds faio's time from the deadline to the last wake-up
+	// (W5b: the run's secs); 0: no bound.
+	MaxWake time.Duration
 }
 
 // String writes the target as the table shows it: "≤ 0.77, p99 ≤ 2ms".
@@ -26,6 +29,9 @@ func (t Target) String() string {
 	}
 	if t.MaxThreads > 0 {
 		parts = append(parts, fmt.Sprintf("≤ %d threads", t.MaxThreads))
+	}
+	if t.MaxWake > 0 {
+		parts = append(parts, fmt.Sprintf("all woken ≤ %v", t.MaxWake))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -61,6 +67,9 @@ func (t Target) Check(faio, gor Result) (met bool, misses []string) {
 		case faio.Threads > t.MaxThreads:
 			misses = append(misses, fmt.Sprintf("%d threads > %d", faio.Threads, t.MaxThreads))
 		}
+	}
+	if t.MaxWake > 0 && faio.Secs > t.MaxWake.Seconds() {
+		misses = append(misses, fmt.Sprintf("all woken in %.2fs > %v", faio.Secs, t.MaxWake))
 	}
 	return len(misses) == 0, misses
 }

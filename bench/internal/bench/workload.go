@@ -117,6 +117,8 @@ func Workloads() []*Workload {
 			Target: Target{MaxRatio: 1.0}, faio: mpmcFaio, gor: mpmcGoroutines},
 		{ID: "W5", Name: "timers", Unit: "one timer",
 			Target: Target{MaxRatio: 1.05, MaxP99: time.Millisecond}, faio: timersFaio, gor: timersGoroutines},
+		{ID: "W5b", Name: "mass-wake", Unit: "one sleeper woken",
+			Target: Target{MaxRatio: 1.0, MaxWake: time.Second}, faio: massWakeFaio, gor: massWakeGoroutines},
 		{ID: "W6", Name: "file-read", Unit: "one read",
 			Target: Target{MaxRatio: 1.0}, setup: setupFileRead, faio: fileReadFaio, gor: fileReadGoroutines},
 		{ID: "W6d", Name: "file-read-direct", Unit: "one read",
