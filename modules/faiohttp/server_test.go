@@ -29,6 +29,9 @@ import (
 	"go.uber.org/goleak"
 )
 
+// inSlow counts the requests that entered /slow.
+var inSlow atomic.Int32
+
 // handler answers /echo with the length and SHA-256 of the body, /slow
 // after sleeping, /big with 1 MiB, and anything else with its method and
 // path.
@@ -44,6 +47,7 @@ func handler() http.Handler {
 		fmt.Fprintf(w, "%d %x", n, h.Sum(nil))
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		inSlow.Add(1)
 		// runtime.Sleep suspends a faiohttp task and blocks a net/http
 		// goroutine: right for both.
 		if err := runtime.Sleep(r.Context(), 150*time.Millisecond); err != nil {
@@ -250,6 +254,7 @@ func TestServers(t *testing.T) {
 
 			t.Run("shutdown with requests in flight", func(t *testing.T) {
 				const n = 4
+				before := inSlow.Load()
 				var wg sync.WaitGroup
 				results := make(chan string, n)
 				for range n {
@@ -266,7 +271,12 @@ func TestServers(t *testing.T) {
 						results <- string(b)
 					}()
 				}
-				time.Sleep(50 * time.Millisecond) // the requests are in the handlers
+				// Shut down once all four are in the handler.
+				for deadline := time.Now().Add(10 * time.Second); inSlow.Load()-before < n; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the requests never reached the handler")
+					}
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				tr.CloseIdleConnections()
