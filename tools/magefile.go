@@ -143,7 +143,7 @@ func Test() error {
 	return sh.RunV("bash", "capi/test/run.sh")
 }
 
-// BenchAll runs the Go benchmarks of every module, then the W1..W8
+// BenchAll runs the Go benchmarks of every module, then the W1..W10
 // workload program (faio against goroutines, see bench/).
 func BenchAll() error {
 	pats, err := packagePatterns()
