@@ -3,7 +3,6 @@ package aio
 import (
 	"context"
 	goruntime "runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,8 +49,6 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 		t.Fatalf("%s did not finish within %v", what, d)
 	}
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func benchRuntime(b *testing.B, workers int) *runtime.Runtime {
 	rt, err := runtime.New(runtime.Config{Workers: workers})

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -459,7 +460,7 @@ func TestTCPFromGoroutinesAndNet(t *testing.T) {
 	// Without a task or an attached runtime there is nothing to run on,
 	// and the error says how to attach one.
 	_, err = Dial(context.Background(), "tcp", nl.Addr().String())
-	if !errors.Is(err, runtime.ErrNoRuntime) || !contains(err.Error(), "runtime.WithRuntime") {
+	if !errors.Is(err, runtime.ErrNoRuntime) || !strings.Contains(err.Error(), "runtime.WithRuntime") {
 		t.Fatalf("Dial without a runtime = %v, want ErrNoRuntime pointing to runtime.WithRuntime", err)
 	}
 }

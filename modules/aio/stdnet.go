@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,21 +23,36 @@ import (
 // only returns once the kernel let go of their buffers, as any cancelled
 // faio operation). A new deadline after an expiry starts a fresh context.
 type deadline struct {
-	mu     sync.Mutex
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
-	seq    uint64 // bumped by every set: a timer of an older set does nothing
+	cur   atomic.Pointer[deadlineCtx] // read by every operation
+	mu    sync.Mutex                  // orders set, stop and the timer
+	timer *time.Timer
+	seq   uint64 // bumped by every set: a timer of an older set does nothing
 }
 
-// context returns the context an operation starting now runs with.
+// deadlineCtx is one generation of a direction's context: it lives until
+// the deadline passes, and a set after that starts the next.
+type deadlineCtx struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func newDeadlineCtx() *deadlineCtx {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &deadlineCtx{ctx, cancel}
+}
+
+// context returns the context an operation starting now runs with: one
+// atomic load once the direction has one.
 func (d *deadline) context() context.Context {
+	if c := d.cur.Load(); c != nil {
+		return c.ctx
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.ctx == nil {
-		d.ctx, d.cancel = context.WithCancelCause(context.Background())
+	if d.cur.Load() == nil {
+		d.cur.Store(newDeadlineCtx())
 	}
-	return d.ctx
+	return d.cur.Load().ctx
 }
 
 // set moves the deadline to t (zero: none).
@@ -48,25 +64,27 @@ func (d *deadline) set(t time.Time) {
 		d.timer.Stop()
 		d.timer = nil
 	}
-	if d.ctx == nil || d.ctx.Err() != nil {
+	c := d.cur.Load()
+	if c == nil || c.ctx.Err() != nil {
 		// Past an expiry the operations that saw it have ended; later
 		// ones get a context of their own.
-		d.ctx, d.cancel = context.WithCancelCause(context.Background())
+		c = newDeadlineCtx()
+		d.cur.Store(c)
 	}
 	if t.IsZero() {
 		return
 	}
 	wait := time.Until(t)
 	if wait <= 0 {
-		d.cancel(os.ErrDeadlineExceeded)
+		c.cancel(os.ErrDeadlineExceeded)
 		return
 	}
-	seq, cancel := d.seq, d.cancel
+	seq := d.seq
 	d.timer = time.AfterFunc(wait, func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if d.seq == seq {
-			cancel(os.ErrDeadlineExceeded)
+			c.cancel(os.ErrDeadlineExceeded)
 		}
 	})
 }
@@ -119,8 +137,8 @@ type NetConn struct {
 
 var _ net.Conn = (*NetConn)(nil)
 
-// NetConn returns c as a net.Conn (the same one on every call is not
-// guaranteed: keep the value).
+// NetConn returns c as a net.Conn. Each call returns a new adapter with
+// deadlines of its own: keep the one you set deadlines on.
 func (c *Conn) NetConn() *NetConn { return &NetConn{c: c} }
 
 // Conn returns the underlying Conn.

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -113,8 +112,5 @@ func withEchoServer(fn func(addr string) error) error {
 	err = fn(ln.Addr().String())
 	ln.Close()
 	<-done
-	if errors.Is(err, net.ErrClosed) {
-		err = fmt.Errorf("bench: W10: %w", err)
-	}
 	return err
 }
