@@ -4,7 +4,9 @@ import (
 	"context"
 	goruntime "runtime"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Each faio benchmark has its goroutine counterpart in the same file, run
@@ -212,4 +214,34 @@ func BenchmarkPingPong(b *testing.B) {
 			<-pong
 		}
 	})
+}
+
+// The CPU an idle runtime burns, per second of wall time, with the
+// watchdog off, at the default threshold and at the minimum (watchdog.go
+// states the figures): each iteration idles 200 ms.
+func BenchmarkIdleCPU(b *testing.B) {
+	cpu := func() time.Duration {
+		var r syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &r)
+		return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+	}
+	for _, tc := range []struct {
+		name      string
+		threshold time.Duration
+	}{{"watchdog=off", -1}, {"watchdog=10ms", DefaultStallThreshold}, {"watchdog=1ms", MinStallThreshold}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rt, err := New(Config{Workers: 2, StallThreshold: tc.threshold})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			time.Sleep(50 * time.Millisecond) // let the workers park
+			b.ResetTimer()
+			c0, w0 := cpu(), time.Now()
+			for range b.N {
+				time.Sleep(200 * time.Millisecond)
+			}
+			b.ReportMetric(float64(cpu()-c0)/float64(time.Since(w0))*1000, "cpu-ms/s")
+		})
+	}
 }
