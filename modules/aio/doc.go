@@ -1,11 +1,11 @@
 // Package aio is faio-go's file and socket I/O: File, Listener/Conn and
 // UDPConn mirror os.File, net.TCPConn and net.UDPConn, with ctx first on
-// every method that may wait, and run every operation on the io_uring of a
-// faio worker. It is built on the scheduler's exported API alone
-// (runtime.Submit, runtime.SubmitOn, runtime.RuntimeOf): an operation is an
-// Op the calling task submits; its worker prepares it on its ring after the
-// task suspended, batches it with others, and requeues the task with the
-// completion.
+// every method that may wait. A task's operations run on the io_uring of
+// its faio worker. The package is built on the scheduler's exported API
+// alone (runtime.Submit, runtime.SubmitOn, runtime.OnTask,
+// runtime.RuntimeOf): an operation is an Op the calling task submits; its
+// worker prepares it on its ring after the task suspended, batches it with
+// others, and requeues the task with the completion.
 //
 //	f, err := aio.Open(ctx, "data.bin") // ctx: a task's context
 //	if err != nil { ... }
@@ -18,9 +18,11 @@
 // Dial, ListenUDP, DialUDP) runs on the runtime of its ctx: the runtime of
 // ctx's task or, in a plain goroutine, the one runtime.WithRuntime attached
 // to ctx. The object remembers it: a File or Conn may then be used from
-// tasks and goroutines alike. In a task an operation suspends the task; in
-// a goroutine it is handed to a task on the object's runtime and the
-// goroutine blocks until it is done.
+// tasks and goroutines alike. In a task an operation suspends the task. In
+// a plain goroutine it costs what package os or net would: a file
+// operation is the system call itself, and a socket operation waits in Go's
+// netpoller (the socket is registered there on its first such wait). A
+// goroutine's Dial and a Close that must wait still go through a task.
 //
 //	ctx := runtime.WithRuntime(context.Background(), rt) // in main, say
 //	data, err := aio.ReadFile(ctx, "config.json")

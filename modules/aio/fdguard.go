@@ -39,7 +39,11 @@ type fdGuard struct {
 	// need nothing, their operations always finish on their own.
 	socket bool
 
-	mu       sync.Mutex
+	// poll is the socket's netpoller registration once a plain goroutine
+	// waited on it (direct.go); its os.File then owns the descriptor.
+	poll atomic.Pointer[poller]
+
+	mu       sync.Mutex    // guards the fields below and poll's creation
 	isClosed bool          // the descriptor has been closed
 	closeErr error         // what close(2) said
 	closer   runtime.Waker // Close waiting for the last reference
@@ -85,6 +89,10 @@ func (g *fdGuard) decref(ctx context.Context) {
 // last reference closes with close(2) on the spot.
 func (g *fdGuard) decrefNow() {
 	if g.state.Add(^uint64(guardRef-1)) == guardClosing {
+		if ok, err := g.closeFD(); ok {
+			g.closed(err)
+			return
+		}
 		g.closed(unix.Close(g.fd))
 	}
 }
@@ -140,11 +148,16 @@ func (g *fdGuard) closeResult() (bool, error) {
 	return g.isClosed, g.closeErr
 }
 
-// destroy closes the descriptor, through the ring when a runtime can run it
-// and with close(2) otherwise (the runtime is closed, say), and wakes Close.
+// destroy closes the descriptor, and wakes Close: through its netpoller
+// File if it has one, else through the ring when a runtime can run it and
+// with close(2) otherwise (the runtime is closed, say).
 // Cancellation of ctx must not leave the descriptor open, so the close runs
 // without it.
 func (g *fdGuard) destroy(ctx context.Context) {
+	if ok, err := g.closeFD(); ok {
+		g.closed(err)
+		return
+	}
 	op := closeOps.Get().(*fdOp)
 	op.opcode, op.fd = opClose, g.fd
 	res, serr := runtime.SubmitOn(context.WithoutCancel(ctx), g.rt, op)

@@ -22,8 +22,7 @@ import (
 // parallel; Read, Write, Readv, Writev and Seek share the file position and
 // run one at a time, in the order they were called. The methods also work
 // from plain goroutines (the context then carries no task): each operation
-// is handed to a task on the File's runtime and the goroutine blocks until
-// it is done.
+// is then the system call itself, in the goroutine, as with os.File.
 type File struct {
 	guard fdGuard
 	name  string
@@ -65,7 +64,7 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 		return nil, pathError("open", name, unix.EINVAL)
 	}
 	op := &openOp{path: path, flags: flag | unix.O_CLOEXEC, mode: syscallMode(perm)}
-	res, err := runtime.SubmitOn(ctx, rt, op)
+	res, err := submit(ctx, rt, op)
 	if err = fileErr(res, err); err != nil {
 		return nil, pathError("open", name, err)
 	}
@@ -177,7 +176,7 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 	var err error
 	for len(b) > 0 {
 		op.opcode, op.fd, op.buf, op.off = opcode, f.guard.fd, b, uint64(off)
-		res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
+		res, serr := submit(ctx, f.guard.rt, op)
 		if err = fileErr(res, serr); err != nil {
 			break
 		}
@@ -209,7 +208,7 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 	}
 	op := &f.posOp
 	op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.guard.fd, b, uring.CurrentPos
-	res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
+	res, serr := submit(ctx, f.guard.rt, op)
 	op.buf = nil
 	f.unlockPos(ctx)
 	if err := fileErr(res, serr); err != nil {
@@ -245,7 +244,7 @@ func (f *File) Readv(ctx context.Context, bufs [][]byte) (int, error) {
 		f.unlockPos(ctx)
 		return 0, nil
 	}
-	res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
+	res, serr := submit(ctx, f.guard.rt, op)
 	op.clear()
 	f.unlockPos(ctx)
 	if err := fileErr(res, serr); err != nil {
@@ -272,7 +271,7 @@ func (f *File) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 		if op.setBufs(bufs, n) == 0 {
 			break
 		}
-		res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
+		res, serr := submit(ctx, f.guard.rt, op)
 		if err = fileErr(res, serr); err != nil {
 			break
 		}
@@ -330,7 +329,7 @@ func (f *File) Sync(ctx context.Context) error {
 	}
 	op := fdOps.Get().(*fdOp)
 	op.opcode, op.fd, op.flags = uring.OpFsync, f.guard.fd, 0
-	res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
+	res, serr := submit(ctx, f.guard.rt, op)
 	fdOps.Put(op)
 	f.guard.decref(ctx)
 	if err := fileErr(res, serr); err != nil {
@@ -346,7 +345,7 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 		return nil, pathError("stat", f.name, fs.ErrClosed)
 	}
 	op := &statxOp{fd: f.guard.fd}
-	res, serr := runtime.SubmitOn(ctx, f.guard.rt, op)
+	res, serr := submit(ctx, f.guard.rt, op)
 	f.guard.decref(ctx)
 	if err := fileErr(res, serr); err != nil {
 		return nil, pathError("stat", f.name, err)

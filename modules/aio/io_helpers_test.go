@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 )
 
@@ -67,13 +68,15 @@ func echo(ctx context.Context, l *Listener) error {
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := c.Read(ctx, buf)
-				if err == io.EOF {
+				if err == io.EOF || peerGone(err) {
 					return 0, nil
 				}
 				if err != nil {
 					return 0, err
 				}
-				if _, err := c.Write(ctx, buf[:n]); err != nil {
+				if _, err := c.Write(ctx, buf[:n]); peerGone(err) {
+					return 0, nil
+				} else if err != nil {
 					return 0, err
 				}
 			}
@@ -117,4 +120,10 @@ func connPair(ctx context.Context, network, addr string) (client, server *Conn, 
 		return nil, nil, err
 	}
 	return client, server, nil
+}
+
+// peerGone reports whether err says the peer closed or reset the
+// connection: the normal end of an echo whose client closed mid-stream.
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -203,6 +203,10 @@ type Listener struct {
 	guard   fdGuard
 	network string
 	addr    net.Addr
+	// al makes plain goroutines' Accepts take turns, as net.Listener's
+	// do: they share the netpoller File's read deadline. Tasks' Accepts
+	// run on their rings side by side.
+	al opLock
 }
 
 var acceptOps = sync.Pool{New: func() any { return new(sockaddrOp) }}
@@ -291,6 +295,12 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 // ctx.Err()); after Close, Accept fails with net.ErrClosed, and so does an
 // Accept in progress when Close is called.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	if !runtime.OnTask() {
+		if err := l.al.lock(ctx); err != nil {
+			return nil, netError("accept", l.network, nil, l.addr, err)
+		}
+		defer l.al.unlock()
+	}
 	if !l.guard.incref() {
 		return nil, netError("accept", l.network, nil, l.addr, net.ErrClosed)
 	}
@@ -301,7 +311,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	)
 	for {
 		op.opcode, op.fd = uring.OpAccept, l.guard.fd
-		res, serr = runtime.SubmitOn(ctx, l.guard.rt, op)
+		res, serr = l.guard.submitPoll(ctx, op, false)
 		// A connection reset while queued is no reason to fail Accept.
 		if serr != nil || res.Err() != unix.ECONNABORTED {
 			break

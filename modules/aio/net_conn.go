@@ -46,7 +46,7 @@ func (s *sock) xfer(ctx context.Context, l *opLock, op *fdOp, opcode uring.Op, b
 	var err error
 	for {
 		op.opcode, op.fd, op.buf, op.flags = opcode, s.guard.fd, b[n:], flags
-		res, serr := runtime.SubmitOn(ctx, s.guard.rt, op)
+		res, serr := s.guard.submitPoll(ctx, op, opcode == uring.OpSend)
 		if err = ioErr(syscallName(opcode), res, serr); err != nil {
 			break
 		}
@@ -122,7 +122,7 @@ func (s *sock) shutdown(ctx context.Context, how int) error {
 	}
 	op := fdOps.Get().(*fdOp)
 	op.opcode, op.fd, op.flags = uring.OpShutdown, s.guard.fd, how
-	res, serr := runtime.SubmitOn(ctx, s.guard.rt, op)
+	res, serr := submit(ctx, s.guard.rt, op)
 	fdOps.Put(op)
 	s.guard.decref(ctx)
 	if err := ioErr("shutdown", res, serr); err != nil {
@@ -158,8 +158,9 @@ func (s *sock) close(ctx context.Context) error {
 //
 // A Conn is safe for concurrent use: reads take turns, and so do writes (a
 // Write is never interleaved with another), while a read and a write run
-// at the same time. The methods also work from plain goroutines, through a
-// task spawned on the Conn's runtime for each operation. TCP_NODELAY is on,
+// at the same time. The methods also work from plain goroutines, which wait
+// in Go's netpoller as a net.Conn's would (see the package doc); tasks and
+// goroutines may share a Conn. TCP_NODELAY is on,
 // as in package net.
 type Conn struct {
 	sock

@@ -160,6 +160,20 @@ type msgOp struct {
 
 // Prep fills sqe for sendmsg or recvmsg.
 func (o *msgOp) Prep(sqe *uring.SQE) {
+	o.build()
+	// The op is heap memory kept by the in-flight record, so the address
+	// below stays valid; the msghdr's own fields are Go pointers.
+	*sqe = uring.SQE{
+		Opcode:  o.opcode,
+		Fd:      int32(o.fd),
+		Addr:    uint64(uintptr(unsafe.Pointer(&o.msg))),
+		Len:     1,
+		OpFlags: uint32(o.flags),
+	}
+}
+
+// build points the msghdr at the buffer and the address.
+func (o *msgOp) build() {
 	o.iov = unix.Iovec{}
 	if len(o.buf) > 0 {
 		o.iov.Base = &o.buf[0]
@@ -171,15 +185,6 @@ func (o *msgOp) Prep(sqe *uring.SQE) {
 		o.msg.Namelen = unix.SizeofSockaddrAny
 	} else {
 		o.msg.Namelen = o.salen
-	}
-	// The op is heap memory kept by the in-flight record, so the address
-	// below stays valid; the msghdr's own fields are Go pointers.
-	*sqe = uring.SQE{
-		Opcode:  o.opcode,
-		Fd:      int32(o.fd),
-		Addr:    uint64(uintptr(unsafe.Pointer(&o.msg))),
-		Len:     1,
-		OpFlags: uint32(o.flags),
 	}
 }
 

@@ -120,8 +120,8 @@ func expired(ctx context.Context, err error) error {
 // interfaces: bufio, io.Copy, crypto/tls, net/http. Its methods take no
 // context; deadlines (SetDeadline and friends) bound them instead, exactly
 // as package net documents. Called from a task, an operation suspends the
-// task; called from a plain goroutine, it blocks the goroutine while a
-// task of the Conn's runtime does the work. It is safe for concurrent use.
+// task; called from a plain goroutine, it waits in Go's netpoller like a
+// net.Conn. It is safe for concurrent use.
 //
 // Code layered on a NetConn may lock plain Go mutexes (crypto/tls does,
 // around its handshake and each direction). A task that waits on such a

@@ -161,7 +161,7 @@ func (c *UDPConn) msgXfer(ctx context.Context, l *opLock, op *msgOp, opcode urin
 	var res runtime.Result
 	if err == nil {
 		var serr error
-		res, serr = runtime.SubmitOn(ctx, c.guard.rt, op)
+		res, serr = c.guard.submitPoll(ctx, op, opcode == uring.OpSendmsg)
 		err = ioErr(syscallName(opcode), res, serr)
 	}
 	if err == nil && opcode == uring.OpRecvmsg {

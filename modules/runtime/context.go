@@ -30,5 +30,13 @@ func RuntimeOf(ctx context.Context) *Runtime {
 	return rt
 }
 
+// OnTask reports whether the caller is a task, of any runtime, running on
+// its coroutine: where a call that waits should suspend the task (Submit,
+// Suspend) rather than block. Packages built on Submit use it to serve
+// plain goroutines the way package os and net do, with the system call in
+// the goroutine itself, instead of through a task (SubmitOn), which costs
+// two cross-thread wake-ups per operation.
+func OnTask() bool { return onCoroutine() }
+
 // Runtime returns the runtime the task runs on.
 func (t *Task) Runtime() *Runtime { return t.rt }
