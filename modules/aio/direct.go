@@ -48,16 +48,47 @@ type directOp interface {
 }
 
 // submit runs a file operation (or one that does not wait for a peer):
-// on the calling task's ring, or, from a plain goroutine, as a system call
-// (a ctx that has ended runs nothing).
+// on the calling task's ring; from a plain goroutine, as a system call;
+// from a task on the portable backend, as a system call on the blocking
+// pool while the task suspends. A ctx that has ended runs nothing.
 func submit(ctx context.Context, rt *runtime.Runtime, op directOp) (runtime.Result, error) {
 	if runtime.OnTask() {
-		return runtime.SubmitOn(ctx, rt, op)
+		res, err := runtime.SubmitOn(ctx, rt, op)
+		if err != runtime.ErrNoRing {
+			return res, err
+		}
+		return blocking(ctx, op.direct)
 	}
 	if err := ctx.Err(); err != nil {
 		return runtime.Result{}, err
 	}
 	return op.direct(), nil
+}
+
+// maxBlocking bounds the blocking pool: at most this many file system
+// calls of portable-backend tasks run at once (each holds an OS thread
+// while it blocks), as tokio bounds its spawn_blocking threads. The others
+// wait their turn.
+const maxBlocking = 64
+
+var blockingSlots = make(chan struct{}, maxBlocking)
+
+// blocking runs fn, a system call that may block its thread, on a
+// goroutine of the blocking pool while the calling task suspends. The wait
+// ignores cancellation: fn uses the caller's buffer until it returns, and
+// a file system call cannot be interrupted (on io_uring a file operation
+// cannot be cancelled once started either).
+func blocking(ctx context.Context, fn func() runtime.Result) (runtime.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return runtime.Result{}, err
+	}
+	var res runtime.Result
+	err := offload(context.WithoutCancel(ctx), func() {
+		blockingSlots <- struct{}{}
+		res = fn()
+		<-blockingSlots
+	})
+	return res, err
 }
 
 // maxRW caps one system call's transfer, as package os does, so that the
@@ -162,15 +193,47 @@ func (o *statxOp) direct() runtime.Result {
 		unix.STATX_BASIC_STATS, uintptr(unsafe.Pointer(&o.stx)), 0)
 }
 
-// direct accepts (only: a goroutine's connect runs on the ring, once per
-// connection).
+// direct accepts, or connects: on a non-blocking socket the first call
+// starts the connection (EINPROGRESS reads as EAGAIN: wait until
+// writable) and the later ones ask how it went, as package net does.
 func (o *sockaddrOp) direct() runtime.Result {
-	if o.opcode != uring.OpAccept {
-		panic("faio/aio: no direct form of " + o.opcode.String())
+	if o.opcode == uring.OpConnect {
+		return o.connect()
 	}
 	o.salen = unix.SizeofSockaddrAny
 	return syscall6(unix.SYS_ACCEPT4, uintptr(o.fd), uintptr(unsafe.Pointer(&o.sa)), uintptr(unsafe.Pointer(&o.salen)),
 		unix.SOCK_CLOEXEC, 0, 0)
+}
+
+func (o *sockaddrOp) connect() runtime.Result {
+	eagain := runtime.Result{Res: -int32(unix.EAGAIN)}
+	if !o.connecting {
+		r := syscall6(unix.SYS_CONNECT, uintptr(o.fd), uintptr(unsafe.Pointer(&o.sa)), uintptr(o.salen), 0, 0, 0)
+		if r.Res == -int32(unix.EINPROGRESS) {
+			o.connecting = true
+			return eagain
+		}
+		return r
+	}
+	soerr, err := unix.GetsockoptInt(o.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return runtime.Result{Res: -int32(err.(syscall.Errno))}
+	}
+	switch errno := syscall.Errno(soerr); errno {
+	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+		return eagain
+	case unix.EISCONN:
+		return runtime.Result{}
+	case 0:
+		// The netpoller may wake spuriously: connected only if the
+		// peer has a name.
+		if _, err := unix.Getpeername(o.fd); err != nil {
+			return eagain
+		}
+		return runtime.Result{}
+	default:
+		return runtime.Result{Res: -int32(errno)}
+	}
 }
 
 func (o *msgOp) direct() runtime.Result {
@@ -225,16 +288,44 @@ func (p *poller) setDeadline(write bool, t time.Time) {
 	}
 }
 
-// submitPoll runs a socket operation: on the calling task's ring, or, from
-// a plain goroutine, as a non-blocking system call repeated whenever the
-// netpoller says the socket is ready (for writing if write is set), until
-// it does not return EAGAIN, Close begins (the result is then EAGAIN's) or
-// ctx ends (ctx.Err()). The caller holds a reference and the direction's
-// lock, so no other goroutine uses the File's deadline of that direction.
+// submitPoll runs a socket operation: on the calling task's ring; from a
+// plain goroutine, with pollWait; from a task on the portable backend, with
+// one try on the spot (the socket is non-blocking) and, if the socket is
+// not ready, pollWait on a goroutine while the task suspends. The caller
+// holds a reference and the direction's lock, so no other goroutine uses
+// the File's deadline of that direction.
 func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
-	if runtime.OnTask() {
-		return runtime.SubmitOn(ctx, g.rt, op)
+	if !runtime.OnTask() {
+		return g.pollWait(ctx, op, write)
 	}
+	res, err := runtime.SubmitOn(ctx, g.rt, op)
+	if err != runtime.ErrNoRing {
+		return res, err
+	}
+	if err := ctx.Err(); err != nil {
+		return runtime.Result{}, err
+	}
+	if _, err := g.poller(); err != nil {
+		return runtime.Result{}, err
+	}
+	if res = op.direct(); res.Res != -int32(unix.EAGAIN) || g.closing() {
+		return res, nil
+	}
+	// pollWait honours ctx itself and returns once the system call is
+	// over, so the task waits for it whatever ctx does.
+	oerr := offload(context.WithoutCancel(ctx), func() { res, err = g.pollWait(ctx, op, write) })
+	if oerr != nil {
+		return runtime.Result{}, oerr
+	}
+	return res, err
+}
+
+// pollWait runs a socket operation in the calling goroutine as a
+// non-blocking system call, repeated whenever the netpoller says the
+// socket is ready (for writing if write is set), until it does not return
+// EAGAIN, Close begins (the result is then EAGAIN's) or ctx ends
+// (ctx.Err()).
+func (g *fdGuard) pollWait(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.Result{}, err
 	}
@@ -259,7 +350,9 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 		})
 	}
 	if g.closing() {
-		err = nil // Close began before the wait: report EAGAIN's result
+		// Close began before the wait: the result is EAGAIN's, never
+		// a zero that would read as a byte count or descriptor 0.
+		res = runtime.Result{Res: -int32(unix.EAGAIN)}
 	} else if write {
 		err = p.rc.Write(try)
 	} else {

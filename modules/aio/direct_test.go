@@ -193,7 +193,9 @@ func TestSocketSharedByGoroutinesAndTasks(t *testing.T) {
 	}
 	defer l.Close(gctx)
 	// A goroutine's Accept registers the listener with the netpoller.
-	go func() {
+	var dialer sync.WaitGroup
+	defer dialer.Wait()
+	dialer.Go(func() {
 		c, err := Dial(gctx, "tcp", l.Addr().String())
 		if err == nil {
 			c.Write(gctx, []byte("from a goroutine"))
@@ -202,7 +204,7 @@ func TestSocketSharedByGoroutinesAndTasks(t *testing.T) {
 			c.Write(gctx, []byte("late"))
 			time.Sleep(50 * time.Millisecond)
 		}
-	}()
+	})
 	server, err := l.Accept(gctx)
 	if err != nil {
 		t.Fatal(err)

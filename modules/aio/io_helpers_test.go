@@ -53,8 +53,15 @@ func countFDs(t *testing.T) int {
 }
 
 // echo serves l until it is closed: every connection gets back what it
-// sends, until it closes its side.
+// sends, until it closes its side. It returns once the tasks serving the
+// connections have ended too, so their descriptors are closed.
 func echo(ctx context.Context, l *Listener) error {
+	var conns []*runtime.JoinHandle[int]
+	defer func() {
+		for _, h := range conns {
+			h.Join(ctx)
+		}
+	}()
 	for {
 		c, err := l.Accept(ctx)
 		if err != nil {
@@ -63,7 +70,7 @@ func echo(ctx context.Context, l *Listener) error {
 			}
 			return err
 		}
-		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+		conns = append(conns, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
 			defer c.Close(ctx)
 			buf := make([]byte, 64<<10)
 			for {
@@ -80,7 +87,7 @@ func echo(ctx context.Context, l *Listener) error {
 					return 0, err
 				}
 			}
-		})
+		}))
 	}
 }
 
