@@ -140,7 +140,41 @@ func Test() error {
 	if err := goCmd(args...); err != nil {
 		return err
 	}
+	if err := testPortable(); err != nil {
+		return err
+	}
 	return sh.RunV("bash", "capi/test/run.sh")
+}
+
+// portablePackages are the packages whose tests run again on the portable
+// backend: everything that runs tasks or does I/O.
+var portablePackages = []string{".", "./modules/runtime", "./modules/sync", "./modules/channel", "./modules/aio", "./modules/faiohttp"}
+
+// testPortable runs the task and I/O tests on the portable backend twice:
+// chosen by FAIO_BACKEND=portable, and chosen by BackendAuto under a
+// seccomp filter that refuses io_uring as Docker's default profile does
+// (tools/noiouring), where TestBackendChosen checks that Auto fell back.
+func testPortable() error {
+	args := append([]string{"test", "-race", "-count=1", "-timeout=20m"}, portablePackages...)
+	if mg.Verbose() {
+		fmt.Println("FAIO_BACKEND=portable go", strings.Join(args, " "))
+	}
+	if err := sh.RunWithV(map[string]string{"FAIO_BACKEND": "portable"}, "go", args...); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "noiouring")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	launcher := filepath.Join(dir, "noiouring")
+	if err := goCmd("build", "-o", launcher, "./tools/noiouring"); err != nil {
+		return err
+	}
+	args = append([]string{"--", "go", "test", "-count=1", "-timeout=20m"}, "./modules/runtime", "./modules/aio")
+	fmt.Println("under a seccomp filter refusing io_uring:", strings.Join(args[1:], " "))
+	env := map[string]string{"FAIO_BACKEND": "", "FAIO_TEST_WANT_BACKEND": "portable"}
+	return sh.RunWithV(env, launcher, args...)
 }
 
 // BenchAll runs the Go benchmarks of every module, then the W1..W10

@@ -203,9 +203,10 @@ type Listener struct {
 	guard   fdGuard
 	network string
 	addr    net.Addr
-	// al makes plain goroutines' Accepts take turns, as net.Listener's
-	// do: they share the netpoller File's read deadline. Tasks' Accepts
-	// run on their rings side by side.
+	// al makes the Accepts that wait in the netpoller (those of plain
+	// goroutines, and of tasks on the portable backend) take turns, as
+	// net.Listener's do: they share the File's read deadline. Tasks'
+	// Accepts run on their rings side by side.
 	al opLock
 }
 
@@ -295,7 +296,7 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 // ctx.Err()); after Close, Accept fails with net.ErrClosed, and so does an
 // Accept in progress when Close is called.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
-	if !runtime.OnTask() {
+	if !runtime.OnTask() || l.guard.rt.Backend() == runtime.BackendPortable {
 		if err := l.al.lock(ctx); err != nil {
 			return nil, netError("accept", l.network, nil, l.addr, err)
 		}
@@ -403,15 +404,19 @@ func dialTCP(rt *runtime.Runtime, ctx context.Context, network string, ap netip.
 		unix.Close(fd)
 		return fail(err)
 	}
-	res, serr := runtime.SubmitOn(ctx, rt, op)
-	if err := ioErr("connect", res, serr); err != nil {
-		unix.Close(fd)
-		return fail(err)
+	// The Conn exists before it connects: a goroutine's connect waits in
+	// the netpoller through the Conn's guard, which then owns the fd.
+	c := newConn(rt, fd, network, netip.AddrPort{}, ap)
+	res, serr := c.guard.submitPoll(ctx, op, true)
+	err = ioErr("connect", res, serr)
+	var local netip.AddrPort
+	if err == nil {
+		local, err = sockname(fd)
 	}
-	local, err := sockname(fd)
 	if err != nil {
-		unix.Close(fd)
+		c.guard.close(context.WithoutCancel(ctx))
 		return fail(err)
 	}
-	return newConn(rt, fd, network, local, ap), nil
+	c.laddr = net.TCPAddrFromAddrPort(local)
+	return c, nil
 }

@@ -127,10 +127,11 @@ func (o *statxOp) Prep(sqe *uring.SQE) {
 
 // sockaddrOp is accept (the kernel fills sa and salen) or connect (to sa).
 type sockaddrOp struct {
-	opcode uring.Op
-	fd     int
-	sa     uring.RawSockaddrAny
-	salen  uint32
+	opcode     uring.Op
+	fd         int
+	sa         uring.RawSockaddrAny
+	salen      uint32
+	connecting bool // direct: connect(2) returned EINPROGRESS
 }
 
 // Prep fills sqe for accept or connect.

@@ -84,8 +84,8 @@ func udpSocket(rt *runtime.Runtime, ctx context.Context, network string, local, 
 	} else {
 		cop := &sockaddrOp{opcode: uring.OpConnect, fd: fd}
 		if cop.salen, err = uring.SockaddrFromAddrPort(remote, &cop.sa); err == nil {
-			res, serr := runtime.SubmitOn(ctx, rt, cop)
-			err = ioErr("connect", res, serr)
+			// A datagram socket connects at once: no need to wait.
+			err = ioErr("connect", cop.direct(), nil)
 		}
 	}
 	if err != nil {

@@ -87,6 +87,16 @@ type Config struct {
 	// called from the goroutine that ends the BlockOn, Close or from a
 	// cleanup goroutine; it must not block.
 	OnTaskFailure func(TaskFailure)
+	// IOBackend chooses io_uring or the portable backend (default
+	// BackendAuto: io_uring where the kernel allows it). The environment
+	// variable FAIO_BACKEND (auto, io_uring or portable), when set,
+	// overrides it, so an operator can choose without a rebuild.
+	IOBackend Backend
+	// OnBackendFallback, if set, is called once by New when BackendAuto
+	// falls back to the portable backend, with the reason io_uring was
+	// refused. nil (the default) logs one notice per process through the
+	// standard logger.
+	OnBackendFallback func(error)
 }
 
 // StallInfo describes a worker that kept one task running past
@@ -131,6 +141,14 @@ func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf(format, args...))
+	}
+	if b, ok, err := backendFromEnv(); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		c.IOBackend = b
+	}
+	if c.IOBackend < BackendAuto || c.IOBackend > BackendPortable {
+		bad("IOBackend = %d, want BackendAuto, BackendIOUring or BackendPortable", int(c.IOBackend))
 	}
 	if c.Workers < 1 || c.Workers > maxWorkers {
 		bad("Workers = %d, want 1..%d", c.Workers, maxWorkers)

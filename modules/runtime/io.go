@@ -19,7 +19,8 @@ import (
 // network I/O, the ring its tasks' operations run on.
 type ioEngine struct {
 	w    *worker
-	ring *uring.Ring
+	ring *uring.Ring     // nil on the portable backend
+	port *portableEngine // the portable backend's wait and wake-up, else nil
 	efd  int
 	// efdBuf receives the eventfd counter. It lives in the worker's heap
 	// object, referenced for the ring's whole life, so the kernel's write
@@ -44,11 +45,18 @@ type ioEngine struct {
 	timerCancels  []timerwheel.Handle // guarded by cancelMu
 }
 
+// setupRing creates a worker's ring; a test stands in a refusal for it.
+var setupRing = uring.New
+
 // User data of the eventfd read; operation records use other values.
 const wakeUserData = 1
 
-func newIOEngine(w *worker, entries int) (*ioEngine, error) {
-	ring, err := uring.New(uint32(entries), nil)
+func newIOEngine(w *worker, entries int, backend Backend) (*ioEngine, error) {
+	if backend == BackendPortable {
+		p := newPortableEngine()
+		return &ioEngine{w: w, port: &p, efd: -1}, nil
+	}
+	ring, err := setupRing(uint32(entries), nil)
 	if err != nil {
 		return nil, fmt.Errorf("faio/runtime: worker %d: %w", w.id, err)
 	}
@@ -90,6 +98,10 @@ func (e *ioEngine) armWake() error {
 
 // wake interrupts the worker's sleep; safe from any goroutine.
 func (e *ioEngine) wake() {
+	if e.port != nil {
+		e.port.wake()
+		return
+	}
 	e.efdMu.RLock()
 	defer e.efdMu.RUnlock()
 	if e.efd < 0 {
@@ -111,6 +123,9 @@ func (e *ioEngine) wake() {
 // tasks they made runnable.
 func (e *ioEngine) reap() int {
 	e.processCancels()
+	if e.ring == nil {
+		return 0
+	}
 	if e.ring.CQReady() == 0 && e.ring.SQReady() == 0 {
 		return 0
 	}
@@ -141,6 +156,11 @@ func (e *ioEngine) complete(c *uring.CQE) {
 // wait sleeps in io_uring_enter until a completion arrives or timeout
 // passes (timeout < 0: no limit), then reaps.
 func (e *ioEngine) wait(timeout time.Duration) {
+	if e.port != nil {
+		e.port.wait(timeout)
+		e.reap()
+		return
+	}
 	if !e.efdArmed {
 		_ = e.armWake()
 	}

@@ -53,6 +53,9 @@ func Submit(ctx context.Context, op Op) (Result, error) {
 	if t == nil {
 		return Result{}, ErrNoRuntime
 	}
+	if t.rt.backend == BackendPortable {
+		return Result{}, ErrNoRing
+	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
@@ -299,7 +302,7 @@ func (e *ioEngine) getSQE() *uring.SQE {
 // submit hands the prepared entries to the kernel. A failure leaves them
 // queued; the next submit retries them.
 func (e *ioEngine) submit() {
-	if e.ring.SQReady() == 0 {
+	if e.ring == nil || e.ring.SQReady() == 0 {
 		e.pending = 0
 		return
 	}

@@ -53,7 +53,7 @@ func TestSubmitReadsAtOffsets(t *testing.T) {
 		data[i] = byte(i * 7)
 	}
 	f := tempFile(t, data)
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRingRuntime(t, Config{Workers: 2})
 	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 		var hs []*JoinHandle[int]
 		for i := 0; i < 256; i++ {
@@ -89,7 +89,7 @@ func TestSubmitReadsAtOffsets(t *testing.T) {
 }
 
 func TestSubmitErrorIsErrno(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRingRuntime(t, Config{Workers: 1})
 	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 		res, err := Submit(ctx, &readOp{fd: 1 << 20, buf: make([]byte, 8)})
 		if err != nil {
@@ -120,7 +120,7 @@ func socketPair(t *testing.T) (int, int) {
 // worker goes on serving.
 func TestSubmitCancelledByDeadline(t *testing.T) {
 	a, _ := socketPair(t)
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRingRuntime(t, Config{Workers: 2})
 	within(t, 10*time.Second, "cancelled recv", func() {
 		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
@@ -142,7 +142,7 @@ func TestSubmitCancelledByDeadline(t *testing.T) {
 // is lost between them.
 func TestStressCancelRacesCompletion(t *testing.T) {
 	a, b := socketPair(t)
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRingRuntime(t, Config{Workers: 2})
 	n := 2000
 	if raceEnabled {
 		n = 500
@@ -201,7 +201,7 @@ func TestSubmitSurvivesGC(t *testing.T) {
 		data[i] = byte(i*31 + 5)
 	}
 	f := tempFile(t, data)
-	rt := newRuntime(t, Config{Workers: 2})
+	rt := newRingRuntime(t, Config{Workers: 2})
 	stop := make(chan struct{})
 	gcDone := make(chan struct{})
 	go func() {
@@ -242,6 +242,10 @@ func TestSubmitSurvivesGC(t *testing.T) {
 func TestCloseWithIOInFlight(t *testing.T) {
 	a, _ := socketPair(t)
 	rt, err := New(Config{Workers: 2})
+	if err == nil && rt.Backend() != BackendIOUring {
+		rt.Close()
+		t.Skip("needs io_uring: the runtime runs on the portable backend")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +274,7 @@ func TestCloseWithIOInFlight(t *testing.T) {
 func TestSubmitOnFromGoroutine(t *testing.T) {
 	data := []byte("hello from the ring")
 	f := tempFile(t, data)
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRingRuntime(t, Config{Workers: 1})
 	op := &readOp{fd: int(f.Fd()), buf: make([]byte, len(data))}
 	r, err := SubmitOn(context.Background(), rt, op)
 	if err != nil || int(r.Res) != len(data) || !bytes.Equal(op.buf, data) {
@@ -290,7 +294,7 @@ func (o *prepCounter) Prep(sqe *uring.SQE) { o.preps.Add(1); o.readOp.Prep(sqe) 
 // start the operation, as Submit does not (a write with an expired net
 // deadline used to go out anyway).
 func TestSubmitOnEndedContextStartsNothing(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 1})
+	rt := newRingRuntime(t, Config{Workers: 1})
 	f := tempFile(t, []byte("data"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -303,4 +307,16 @@ func TestSubmitOnEndedContextStartsNothing(t *testing.T) {
 			t.Fatalf("the operation was prepared %d times", n)
 		}
 	}
+}
+
+// newRingRuntime is newRuntime for a test of Submit, which needs io_uring:
+// it skips the test where the runtime runs on the portable backend
+// (FAIO_BACKEND=portable, or io_uring refused).
+func newRingRuntime(t testing.TB, cfg Config) *Runtime {
+	t.Helper()
+	rt := newRuntime(t, cfg)
+	if rt.Backend() != BackendIOUring {
+		t.Skip("needs io_uring: the runtime runs on the portable backend")
+	}
+	return rt
 }

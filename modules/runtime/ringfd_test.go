@@ -42,6 +42,14 @@ func TestRingFdClosedStopsTheProcess(t *testing.T) {
 		closeRingsAndRead()
 		return
 	}
+	if rt, err := New(Config{Workers: 1}); err != nil || rt.Backend() != BackendIOUring {
+		if err == nil {
+			rt.Close()
+		}
+		t.Skip("needs io_uring: the runtime runs on the portable backend")
+	} else {
+		rt.Close()
+	}
 	for _, mode := range []string{"closed", "reused"} {
 		t.Run(mode, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestRingFdClosedStopsTheProcess$", "-test.count=1")

@@ -54,13 +54,15 @@ type Runtime struct {
 	spawnedOutside   atomic.Uint64
 	completedOutside atomic.Uint64
 	ioErrors         atomic.Uint64
+	backend          Backend // BackendIOUring or BackendPortable
 	watchdog         *watchdog
 	failures         failures
 }
 
 // New starts a runtime configured by cfg (the zero Config means defaults).
-// It fails with an error wrapping ErrInvalidConfig for a bad Config, and
-// with the kernel's reason when io_uring is missing or disabled.
+// It fails with an error wrapping ErrInvalidConfig for a bad Config, and,
+// when the backend is BackendIOUring, with the kernel's reason if io_uring
+// is missing or refused (BackendAuto then falls back to BackendPortable).
 func New(cfg Config) (*Runtime, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -78,8 +80,18 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	rt.root = &Task{rt: rt, parent: context.Background()}
 	rt.root.flags.Store(flagLinked)
+	rt.backend = cfg.IOBackend
+	if rt.backend == BackendAuto {
+		rt.backend = BackendIOUring
+	}
 	for i := 0; i < cfg.Workers; i++ {
 		w, err := rt.newWorker(i)
+		if err != nil && i == 0 && cfg.IOBackend == BackendAuto {
+			// No ring at all: io_uring is refused or missing.
+			rt.backend = BackendPortable
+			rt.fellBack(err)
+			w, err = rt.newWorker(i)
+		}
 		if err != nil {
 			for _, w := range rt.workers {
 				w.io.close()
@@ -114,7 +126,7 @@ func (rt *Runtime) newWorker(id int) (*worker, error) {
 	}
 	w := &worker{id: id, rt: rt, local: local, wheel: wheel, stopped: make(chan struct{})}
 	w.fireFn = w.fireTimer
-	w.io, err = newIOEngine(w, rt.cfg.RingEntries)
+	w.io, err = newIOEngine(w, rt.cfg.RingEntries, rt.backend)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +171,10 @@ func (rt *Runtime) localWorker() *worker {
 // enqueue makes t runnable from any goroutine. Woken by a task of this
 // runtime (or a worker loop), it runs next on the waker's worker; woken from
 // elsewhere, it goes to the inbox of the worker it last ran on, which is
-// woken if asleep.
+// woken if asleep; if that worker is awake with woken tasks queued already,
+// a sleeping worker is told too, so that tasks woken from outside (by the
+// netpoller goroutines of the portable backend, say) spread over the
+// workers as ring completions do (see drive).
 func (rt *Runtime) enqueue(t *Task) {
 	if w := rt.localWorker(); w != nil {
 		w.pushWakeLocal(t)
@@ -171,6 +186,8 @@ func (rt *Runtime) enqueue(t *Task) {
 	// inbox; we push and then load parked.
 	if w.parked.Load() {
 		w.unpark()
+	} else if w.inbox.len() > 1 {
+		rt.notifyOne()
 	}
 }
 

@@ -3,6 +3,7 @@ package runtime
 // Stats are counters of a runtime's activity since New. They are cheap
 // enough to keep on: each is written by one worker and summed on demand.
 type Stats struct {
+	Backend       Backend // BackendIOUring or BackendPortable
 	Workers       int
 	Live          int64  // tasks spawned and not finished
 	Spawned       uint64 // tasks spawned (from tasks and from outside)
@@ -34,6 +35,7 @@ type WorkerStats struct {
 // settle.
 func (rt *Runtime) Stats() Stats {
 	s := Stats{
+		Backend:   rt.backend,
 		Workers:   len(rt.workers),
 		Completed: rt.completedOutside.Load(),
 		IOErrors:  rt.ioErrors.Load(),
