@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/faio-go/faio v0.0.0
+	github.com/faio-go/faio/modules/faiohttp v0.0.0
+	github.com/valyala/fasthttp v1.78.0
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
 )
@@ -17,6 +19,9 @@ require (
 	github.com/faio-go/faio/modules/sync v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
 	github.com/faio-go/faio/modules/uring v0.0.0 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/molecule-man/go-brrr v1.3.1 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
 
@@ -24,6 +29,7 @@ replace (
 	github.com/faio-go/faio => ..
 	github.com/faio-go/faio/modules/aio => ../modules/aio
 	github.com/faio-go/faio/modules/channel => ../modules/channel
+	github.com/faio-go/faio/modules/faiohttp => ../modules/faiohttp
 	github.com/faio-go/faio/modules/ringq => ../modules/ringq
 	github.com/faio-go/faio/modules/runtime => ../modules/runtime
 	github.com/faio-go/faio/modules/statemachine => ../modules/statemachine

@@ -1,8 +1,10 @@
-// Package bench runs the workloads of faio-go's benchmark suite (W1 ... W8, W5b, W10
-// and W6d, specified in bench/WORKLOADS.md) twice in one process, once on
+// Package bench runs the workloads of faio-go's benchmark suite (W1 ... W10,
+// W5b and W6d, specified in bench/WORKLOADS.md) twice in one process, once on
 // faio and once on plain goroutines with the standard library, and reports
 // both side by side: the ratio of the two, taken in the same run on the
-// same machine, is the number to read. It is internal to the faio-bench
+// same machine, is the number to read. W9, an HTTP/1.1 server, has four
+// implementations, two on each side: faiohttp and net/http over faio's
+// listener, net/http and fasthttp; its ratio is faiohttp over net/http. It is internal to the faio-bench
 // program (bench/cmd/faio-bench), its only user.
 //
 // # Parts
@@ -26,10 +28,12 @@
 //
 // # Processes
 //
-// Two workloads run partly in other processes of the same program,
+// Three workloads run partly in other processes of the same program,
 // started by SelfCommand with internal flags. The W7 echo client
 // (-client, RunClient) is a separate process for both servers, so the load
-// never shares a scheduler with the server it measures. W6d (-child) runs
+// never shares a scheduler with the server it measures; so is W9's own
+// HTTP client (-http-load, RunHTTPClient), or wrk when it is installed
+// (runWrk, parseWrk). W6d (-child) runs
 // each configuration in a fresh process, because its result includes the
 // peak number of OS threads, and Go keeps every thread it ever started.
 //

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/exec"
 	goruntime "runtime"
 	"time"
 )
@@ -34,6 +35,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if o.Client != "" {
 		return clientMain(o, stdout, stderr)
 	}
+	if o.HTTPLoad != "" {
+		return httpClientMain(o, stdout, stderr)
+	}
+	wrk, err := findWrk(o.HTTPClient, o.Quick)
+	if err != nil {
+		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
+		return 2
+	}
 	r := &Runner{
 		Workloads: o.Workloads,
 		Workers:   o.Workers,
@@ -43,6 +52,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			File:      o.File,
 			InProcess: o.Child,
 			Self:      SelfCommand,
+			Wrk:       wrk,
 			Log:       stderr,
 		},
 		Out:      stdout,
@@ -83,6 +93,23 @@ func exitCode(outcomes []Outcome) int {
 		}
 	}
 	return 0
+}
+
+// findWrk returns the path of wrk for the W9 runs, or "" for the program's
+// own client: -http-client auto takes wrk if it is on PATH, except in a
+// -quick run (whose purpose is to check every response); wrk insists on it.
+func findWrk(choice string, quick bool) (string, error) {
+	if choice == HTTPClientOwn || (choice == HTTPClientAuto && quick) {
+		return "", nil
+	}
+	path, err := exec.LookPath("wrk")
+	if err != nil {
+		if choice == HTTPClientWrk {
+			return "", fmt.Errorf("-http-client wrk: %w", err)
+		}
+		return "", nil
+	}
+	return path, nil
 }
 
 // clientMain runs the W7 client and prints its report.

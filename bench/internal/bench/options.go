@@ -20,11 +20,27 @@ type Options struct {
 	Quick     bool        // -quick: a tenth of the sizes
 	File      string      // -file, or the default data file for Sizes
 	Sizes     Sizes       // FullSizes, QuickSizes, or -sizes
+	// HTTPClient is -http-client, the W9 load generator: HTTPClientAuto,
+	// HTTPClientWrk or HTTPClientOwn.
+	HTTPClient string
 
 	// Internal flags, for the processes the program starts of itself.
-	Client string // -client ADDR: be the W7 client of the server at ADDR
-	Child  bool   // -child: run the selected configurations here, JSON only
+	Client   string // -client ADDR: be the W7 client of the server at ADDR
+	HTTPLoad string // -http-load ADDR: be the W9 client (of workload -w) of the server at ADDR
+	Child    bool   // -child: run the selected configurations here, JSON only
 }
+
+// The values of -http-client.
+const (
+	// HTTPClientAuto uses wrk if it is on PATH, except in a -quick run,
+	// which uses the program's own client: it checks every response.
+	HTTPClientAuto = "auto"
+	// HTTPClientWrk uses wrk, which must be on PATH.
+	HTTPClientWrk = "wrk"
+	// HTTPClientOwn uses the program's own client, in a process of its
+	// own.
+	HTTPClientOwn = "own"
+)
 
 // ErrUsage is wrapped by every error ParseArgs returns for a bad command
 // line.
@@ -36,16 +52,18 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	fs := flag.NewFlagSet("faio-bench", flag.ContinueOnError)
 	fs.SetOutput(output)
 	var (
-		wFlag       = fs.String("w", "all", "comma-separated workloads to run (W1 ... W8, W5b, W6d, W10, or their names)")
+		wFlag       = fs.String("w", "all", "comma-separated workloads to run (W1 ... W10, W5b, W6d, or their labels or names)")
 		workersFlag = fs.String("workers", "", "comma-separated worker counts (default: the number of CPUs, and also 1 for W1, W3, W8)")
-		implFlag    = fs.String("impl", "both", "implementation to run: faio, goroutines or both")
+		implFlag    = fs.String("impl", "both", "implementation to run: faio, goroutines or both (W9: faio-native and faio-adapter, net/http and fasthttp)")
 		sizesFlag   = fs.String("sizes", "", "internal: the sizes as JSON, for child processes")
 		o           Options
 	)
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
 	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")
+	fs.StringVar(&o.HTTPClient, "http-client", HTTPClientAuto, "W9 load generator: auto (wrk if on PATH, the own client with -quick), wrk or own")
 	fs.StringVar(&o.Client, "client", "", "internal: run as the W7 client of the echo server at this address")
+	fs.StringVar(&o.HTTPLoad, "http-load", "", "internal: run as the W9 client (of the one workload -w) of the HTTP server at this address")
 	fs.BoolVar(&o.Child, "child", false, "internal: run the selected configurations in this process and print JSON only")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: faio-bench [flags]\n\nRuns the workloads of bench/WORKLOADS.md with faio and with goroutines, prints a JSON line\nper configuration and a Markdown table comparing them.\n\n")
@@ -73,6 +91,11 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	if o.Sizes, err = parseSizes(*sizesFlag, o.Quick); err != nil {
 		return Options{}, err
 	}
+	switch o.HTTPClient {
+	case HTTPClientAuto, HTTPClientWrk, HTTPClientOwn:
+	default:
+		return Options{}, fmt.Errorf("%w: -http-client wants auto, wrk or own, got %q", ErrUsage, o.HTTPClient)
+	}
 	if o.File == "" {
 		o.File = DefaultDataFile(o.Sizes.FileSize)
 	}
@@ -80,8 +103,9 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 }
 
 // parseWorkloads resolves a comma list of workload names; "all" (or
-// nothing) selects every workload. The result is in WORKLOADS.md order,
-// without duplicates.
+// nothing) selects every workload, and an id selects every workload that
+// has it (W9: both). The result is in WORKLOADS.md order, without
+// duplicates.
 func parseWorkloads(list string) ([]*Workload, error) {
 	all := Workloads()
 	if strings.TrimSpace(list) == "" || strings.EqualFold(strings.TrimSpace(list), "all") {
@@ -89,15 +113,20 @@ func parseWorkloads(list string) ([]*Workload, error) {
 	}
 	want := map[string]bool{}
 	for _, name := range strings.Split(list, ",") {
-		w, ok := LookupWorkload(strings.TrimSpace(name))
-		if !ok {
-			return nil, fmt.Errorf("%w: unknown workload %q (want W1 ... W8, W5b, W6d, W10 or all)", ErrUsage, strings.TrimSpace(name))
+		name = strings.TrimSpace(name)
+		found := false
+		for _, w := range all {
+			if w.matches(name) {
+				want[w.Label()], found = true, true
+			}
 		}
-		want[w.ID] = true
+		if !found {
+			return nil, fmt.Errorf("%w: unknown workload %q (want W1 ... W10, W5b, W6d or all)", ErrUsage, name)
+		}
 	}
 	var ws []*Workload
 	for _, w := range all {
-		if want[w.ID] {
+		if want[w.Label()] {
 			ws = append(ws, w)
 		}
 	}

@@ -25,10 +25,11 @@ func TestParseArgsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W5b,W6,W6d,W7,W8,W10" {
+	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W5b,W6,W6d,W7,W8,W9,W9,W10" {
 		t.Errorf("workloads %s", got)
 	}
-	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" {
+	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" ||
+		o.HTTPClient != HTTPClientAuto || o.HTTPLoad != "" {
 		t.Errorf("defaults %+v", o)
 	}
 	if o.Sizes != FullSizes() || o.File != filepath.Join(os.TempDir(), "faio-bench-w6-1GiB.dat") {
@@ -43,7 +44,18 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{[]string{"-w", "w8, W3-mutex,spawn,W3"}, func(o Options) bool { return ids(o.Workloads) == "W1,W3,W8" }},
 		{[]string{"-w", "W6d"}, func(o Options) bool { return ids(o.Workloads) == "W6d" }},
-		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 11 }},
+		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 13 }},
+		{[]string{"-w", "W9"}, func(o Options) bool {
+			return len(o.Workloads) == 2 && o.Workloads[0].Label() == "W9-http-hello" && o.Workloads[1].Label() == "W9-http-16k"
+		}},
+		{[]string{"-w", "w9-HTTP-16k,W1"}, func(o Options) bool {
+			return len(o.Workloads) == 2 && o.Workloads[0].ID == "W1" && o.Workloads[1].Label() == "W9-http-16k"
+		}},
+		{[]string{"-http-client", "wrk"}, func(o Options) bool { return o.HTTPClient == HTTPClientWrk }},
+		{[]string{"-http-client", "own"}, func(o Options) bool { return o.HTTPClient == HTTPClientOwn }},
+		{[]string{"-http-load", "127.0.0.1:9", "-w", "W9-http-hello"}, func(o Options) bool {
+			return o.HTTPLoad == "127.0.0.1:9" && len(o.Workloads) == 1
+		}},
 		{[]string{"-workers", "2, 1,2"}, func(o Options) bool { return fmt.Sprint(o.Workers) == "[2 1]" }},
 		{[]string{"-impl", "faio"}, func(o Options) bool { return fmt.Sprint(o.Impls) == "[faio]" }},
 		{[]string{"-impl", "goroutines"}, func(o Options) bool { return fmt.Sprint(o.Impls) == "[goroutines]" }},
@@ -57,7 +69,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-sizes", `{"spawns":5,"ping_pongs":1,"mutex_tasks":1,"mutex_iters":1,"producers":1,"consumers":1,
 			"items_per_producer":1,"chan_cap":1,"timers":1,"min_sleep":1000,"max_sleep":1000,"sleepers":1,"sleep_margin":1000000,"file_size":8192,
 			"block_size":4096,"reads":1,"direct_reads":1,"in_flight":1,"conns":1,"trips":1,"msg_size":16,
-			"yield_tasks":1,"yields":1}`}, func(o Options) bool {
+			"yield_tasks":1,"yields":1,"http_conns":1,"http_requests":1,"http_duration":1000000000}`}, func(o Options) bool {
 			return o.Sizes.Spawns == 5 && o.Sizes.MinSleep == time.Microsecond && strings.HasSuffix(o.File, "faio-bench-w6-8192B.dat")
 		}},
 	} {
@@ -73,11 +85,12 @@ func TestParseArgsErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-w", "W9"}, `unknown workload "W9"`},
+		{[]string{"-w", "W11"}, `unknown workload "W11"`},
 		{[]string{"-w", "W1,"}, `unknown workload ""`},
 		{[]string{"-workers", "0"}, `positive integers, got "0"`},
 		{[]string{"-workers", "two"}, `positive integers, got "two"`},
 		{[]string{"-impl", "tokio"}, `faio, goroutines or both, got "tokio"`},
+		{[]string{"-http-client", "curl"}, `auto, wrk or own, got "curl"`},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"-sizes", `{"spawns":1`}, "-sizes"},
@@ -108,13 +121,17 @@ func TestSizes(t *testing.T) {
 		full.InFlight != 64 || full.Conns != 64 || full.Trips != 20000 || full.MsgSize != 64 || full.YieldTasks*full.Yields != 1e6 {
 		t.Errorf("full sizes %+v", full)
 	}
-	for id := range map[string]bool{"W1": true, "W2": true, "W3": true, "W4": true, "W5": true, "W6": true, "W6d": true, "W7": true, "W8": true} {
+	for id := range map[string]bool{"W1": true, "W2": true, "W3": true, "W4": true, "W5": true, "W6": true, "W6d": true, "W7": true, "W8": true, "W9": true} {
 		if f, q := expectedOps(id, full), expectedOps(id, quick); f != 10*q {
 			t.Errorf("%s: quick does %d ops, full %d", id, q, f)
 		}
 	}
 	if quick.Trips != 2000 || quick.FileSize != 64<<20 || quick.MutexTasks != 1000 || quick.YieldTasks != 1000 {
 		t.Errorf("quick sizes %+v", quick)
+	}
+	if full.HTTPConns != 64 || full.HTTPRequests != 5000 || full.HTTPDuration != 10*time.Second ||
+		quick.HTTPConns != 64 || quick.HTTPRequests != 500 || quick.HTTPDuration != time.Second {
+		t.Errorf("W9 sizes: full %+v, quick %+v", full, quick)
 	}
 
 	bad := full
@@ -124,6 +141,13 @@ func TestSizes(t *testing.T) {
 		"max_sleep 100ms is below min_sleep 200ms", "conns must be positive"} {
 		if !errors.Is(err, ErrSizes) || !strings.Contains(err.Error(), msg) {
 			t.Errorf("error %v lacks %q", err, msg)
+		}
+	}
+	for _, d := range []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond} {
+		bad = full
+		bad.HTTPDuration = d
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "http_duration must be a whole number of seconds") {
+			t.Errorf("http_duration %v: %v", d, err)
 		}
 	}
 	bad = full
@@ -153,7 +177,14 @@ func TestLookupWorkload(t *testing.T) {
 	if _, ok := LookupWorkload("W6D"); !ok {
 		t.Error("W6D not found")
 	}
-	if _, ok := LookupWorkload("W9"); ok {
-		t.Error("W9 found")
+	if _, ok := LookupWorkload("W11"); ok {
+		t.Error("W11 found")
+	}
+	// W9's workloads share the id: it finds the first; a label or name
+	// finds each.
+	for name, label := range map[string]string{"W9": "W9-http-hello", "w9-http-16k": "W9-http-16k", "http-16k": "W9-http-16k"} {
+		if w, ok := LookupWorkload(name); !ok || w.Label() != label {
+			t.Errorf("%q: %v %v, want %s", name, w, ok, label)
+		}
 	}
 }

@@ -18,10 +18,13 @@ type Result struct {
 	Ops      int64   `json:"ops"`
 	NsPerOp  float64 `json:"ns_per_op"`
 	Secs     float64 `json:"secs"`
-	// W5: lateness of the sleeps; W7: round-trip latency.
+	// W5, W5b: lateness of the sleeps; W7, W10: round-trip latency; W9:
+	// request latency.
 	P50us *float64 `json:"p50_us,omitempty"`
 	P99us *float64 `json:"p99_us,omitempty"`
 	MaxUs *float64 `json:"max_us,omitempty"`
+	// W9: the load generator, "wrk" or "own" (the program's own client).
+	Client string `json:"client,omitempty"`
 	// W6, W6d.
 	IOPS float64 `json:"iops,omitempty"`
 	MiBs float64 `json:"mib_s,omitempty"`
@@ -52,6 +55,7 @@ func NewResult(w *Workload, impl Impl, workers int, m Measurement) Result {
 		Ops:        m.Ops,
 		Secs:       round(secs, 1e6),
 		RSSMiB:     round(m.RSSMiB, 10),
+		Client:     m.Client,
 		Threads:    m.Threads,
 		GOMAXPROCS: m.GOMAXPROCS,
 		Polls:      m.Polls,

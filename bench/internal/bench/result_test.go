@@ -36,6 +36,7 @@ func TestJSONLineFieldOrder(t *testing.T) {
 	w1, _ := LookupWorkload("W1")
 	w6d, _ := LookupWorkload("W6d")
 	w7, _ := LookupWorkload("W7")
+	w9, _ := LookupWorkload("W9")
 	required := []string{"workload", "impl", "workers", "ops", "ns_per_op", "secs"}
 	for _, tc := range []struct {
 		w      *Workload
@@ -48,6 +49,9 @@ func TestJSONLineFieldOrder(t *testing.T) {
 			[]string{"iops", "mib_s", "threads", "iowq_threads", "gomaxprocs"}},
 		{w7, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond, GOMAXPROCS: 2},
 			[]string{"p50_us", "p99_us", "max_us", "gomaxprocs"}},
+		{w9, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond,
+			Client: "wrk", RSSMiB: 15.8, GOMAXPROCS: 2, Polls: []uint64{1, 2}, Steals: []uint64{0, 1}},
+			[]string{"p50_us", "p99_us", "max_us", "client", "rss_mib", "gomaxprocs", "polls", "steals"}},
 	} {
 		line := NewResult(tc.w, Faio, 2, tc.m).JSONLine()
 		got := fmt.Sprint(jsonKeys(t, line))

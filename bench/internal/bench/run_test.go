@@ -34,21 +34,23 @@ func expectedOps(id string, s Sizes) int64 {
 		return int64(s.Conns * s.Trips)
 	case "W8":
 		return int64(s.YieldTasks * s.Yields)
+	case "W9": // with the own client; wrk's count is its own
+		return int64(s.HTTPConns * s.HTTPRequests)
 	case "W10":
 		return int64(s.Trips)
 	}
 	return -1
 }
 
-// Every workload, both implementations, the default worker counts, through
-// the whole program: the W7 client and the W6d children are processes of
-// this test binary. Each run must validate and print a JSON line with the
-// figures its workload promises.
+// Every workload, every implementation, the default worker counts, through
+// the whole program: the W7 and W9 clients and the W6d children are
+// processes of this test binary. Each run must validate and print a JSON
+// line with the figures its workload promises.
 func TestMainRunsEveryWorkload(t *testing.T) {
 	s := tinySizes()
 	procs := goruntime.GOMAXPROCS(0)
 	var out, errOut bytes.Buffer
-	code := Main([]string{"-sizes", sizesArg(t, s), "-file", t.TempDir() + "/data"}, &out, &errOut)
+	code := Main([]string{"-sizes", sizesArg(t, s), "-file", t.TempDir() + "/data", "-http-client", "own"}, &out, &errOut)
 	t.Log(errOut.String())
 	if code != 0 {
 		t.Fatalf("Main returned %d\n%s", code, out.String())
@@ -71,15 +73,15 @@ func TestMainRunsEveryWorkload(t *testing.T) {
 			continue
 		}
 		for _, workers := range runner.WorkersFor(w) {
-			for _, impl := range Impls {
+			for _, v := range w.variants() {
 				want++
-				key := fmt.Sprintf("%s/%s/%d", w.Label(), impl, workers)
+				key := fmt.Sprintf("%s/%s/%d", w.Label(), v.impl, workers)
 				r, ok := byKey[key]
 				if !ok {
 					t.Errorf("no result for %s", key)
 					continue
 				}
-				checkResult(t, w, impl, workers, r, s)
+				checkResult(t, w, v.impl, workers, r, s)
 			}
 		}
 	}
@@ -101,15 +103,18 @@ func checkResult(t *testing.T, w *Workload, impl Impl, workers int, r Result, s 
 	if r.NsPerOp <= 0 || r.Secs <= 0 {
 		t.Errorf("%s: ns_per_op %v, secs %v", key, r.NsPerOp, r.Secs)
 	}
-	if impl == Goroutines && r.GOMAXPROCS != workers {
+	if w.side(impl) == Goroutines && r.GOMAXPROCS != workers {
 		t.Errorf("%s: gomaxprocs %d, want the worker count", key, r.GOMAXPROCS)
 	}
-	hasLatency := w.ID == "W5" || w.ID == "W5b" || w.ID == "W7" || w.ID == "W10"
+	if (w.ID == "W9") != (r.Client != "") {
+		t.Errorf("%s: client %q", key, r.Client)
+	}
+	hasLatency := w.ID == "W5" || w.ID == "W5b" || w.ID == "W7" || w.ID == "W9" || w.ID == "W10"
 	if (r.P99us != nil) != hasLatency || (r.P50us != nil) != hasLatency {
 		t.Errorf("%s: p50/p99 present %v, want %v", key, r.P99us != nil, hasLatency)
 	}
-	if hasLatency && *r.P50us > *r.P99us {
-		t.Errorf("%s: p50 %v above p99 %v", key, *r.P50us, *r.P99us)
+	if hasLatency && (*r.P50us > *r.P99us || *r.P99us > *r.MaxUs) {
+		t.Errorf("%s: p50 %v, p99 %v, max %v out of order", key, *r.P50us, *r.P99us, *r.MaxUs)
 	}
 	if isRead := w.ID == "W6" || w.ID == "W6d"; isRead != (r.IOPS > 0 && r.MiBs > 0) {
 		t.Errorf("%s: iops %v, mib_s %v", key, r.IOPS, r.MiBs)

@@ -30,7 +30,9 @@ type Runner struct {
 	// counts of WORKLOADS.md: the number of CPUs, and 1 as well for the
 	// workloads marked AlsoOneWorker.
 	Workers []int
-	Impls   []Impl
+	// Impls are the sides to run, Faio and Goroutines: each workload
+	// runs its implementations on them (W9 has two on each).
+	Impls []Impl
 	// Env is the template of every run's environment (Workers is set per
 	// run); its Log also receives the progress lines (nil: discarded).
 	Env Env
@@ -58,7 +60,8 @@ func (r *Runner) WorkersFor(w *Workload) []int {
 }
 
 // Run runs every configuration, in order: per workload, per worker count,
-// per implementation. A workload's Setup runs once, before its first run.
+// per implementation (those of the workload on the sides in Impls). A
+// workload's Setup runs once, before its first run.
 func (r *Runner) Run() []Outcome {
 	if r.Env.Log == nil {
 		r.Env.Log = io.Discard
@@ -68,7 +71,7 @@ func (r *Runner) Run() []Outcome {
 	}
 	total := 0
 	for _, w := range r.Workloads {
-		total += len(r.WorkersFor(w)) * len(r.Impls)
+		total += len(r.WorkersFor(w)) * len(w.variantsOn(r.Impls))
 	}
 	var outcomes []Outcome
 	k := 0
@@ -83,16 +86,16 @@ func (r *Runner) Run() []Outcome {
 			fmt.Fprintf(r.Env.Log, "faio-bench: %s setup FAILED: %v\n", w.Label(), setupErr)
 		}
 		for _, workers := range r.WorkersFor(w) {
-			for _, impl := range r.Impls {
+			for _, v := range w.variantsOn(r.Impls) {
 				k++
-				o := Outcome{Workload: w, Impl: impl, Workers: workers}
+				o := Outcome{Workload: w, Impl: v.impl, Workers: workers}
 				switch {
 				case skip != nil:
 					o.Skip = skip.Reason
 				case setupErr != nil:
 					o.Err = setupErr
 				default:
-					o = r.runOne(env, o, fmt.Sprintf("[%d/%d] %s %s workers=%d", k, total, w.Label(), impl, workers))
+					o = r.runOne(env, o, fmt.Sprintf("[%d/%d] %s %s workers=%d", k, total, w.Label(), v.impl, workers))
 				}
 				outcomes = append(outcomes, o)
 			}
@@ -101,8 +104,9 @@ func (r *Runner) Run() []Outcome {
 	return outcomes
 }
 
-// runOne runs one configuration with a clean heap, the goroutine side
-// with GOMAXPROCS equal to its worker count, and prints its JSON line.
+// runOne runs one configuration with a clean heap, an implementation on
+// the goroutine side with GOMAXPROCS equal to its worker count, and prints
+// its JSON line.
 func (r *Runner) runOne(env Env, o Outcome, desc string) Outcome {
 	env.Workers = o.Workers
 	if r.Progress {
@@ -113,7 +117,7 @@ func (r *Runner) runOne(env Env, o Outcome, desc string) Outcome {
 	debug.FreeOSMemory()
 	rssOK := resetPeakRSS() == nil
 	procs := goruntime.GOMAXPROCS(0)
-	if o.Impl == Goroutines {
+	if o.Workload.side(o.Impl) == Goroutines {
 		procs = o.Workers
 		old := goruntime.GOMAXPROCS(procs)
 		defer goruntime.GOMAXPROCS(old)

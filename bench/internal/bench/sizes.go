@@ -42,6 +42,10 @@ type Sizes struct {
 
 	YieldTasks int `json:"yield_tasks"` // W8: yielding tasks
 	Yields     int `json:"yields"`      // W8: yields per task
+
+	HTTPConns    int           `json:"http_conns"`    // W9: keep-alive connections
+	HTTPRequests int           `json:"http_requests"` // W9, own client: timed requests per connection
+	HTTPDuration time.Duration `json:"http_duration"` // W9, wrk: the length of the run (whole seconds)
 }
 
 // FullSizes returns the sizes WORKLOADS.md specifies.
@@ -70,12 +74,15 @@ func FullSizes() Sizes {
 		MsgSize:          64,
 		YieldTasks:       1_000,
 		Yields:           1_000,
+		HTTPConns:        64,
+		HTTPRequests:     5_000,
+		HTTPDuration:     10 * time.Second,
 	}
 }
 
 // QuickSizes returns a tenth of the work of FullSizes, with the same
-// concurrency (tasks, connections, reads in flight, sleep range), and a
-// 64 MiB data file.
+// concurrency (tasks, connections, reads in flight, sleep range), a 64 MiB
+// data file and a 1 s W9 run.
 func QuickSizes() Sizes {
 	s := FullSizes()
 	s.Spawns /= 10
@@ -90,6 +97,8 @@ func QuickSizes() Sizes {
 	s.DirectReads /= 10
 	s.Trips /= 10
 	s.Yields /= 10
+	s.HTTPRequests /= 10
+	s.HTTPDuration /= 10
 	return s
 }
 
@@ -133,6 +142,11 @@ func (s Sizes) Validate() error {
 	positive("trips", int64(s.Trips))
 	positive("yield_tasks", int64(s.YieldTasks))
 	positive("yields", int64(s.Yields))
+	positive("http_conns", int64(s.HTTPConns))
+	positive("http_requests", int64(s.HTTPRequests))
+	if s.HTTPDuration < time.Second || s.HTTPDuration%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("%w: http_duration must be a whole number of seconds (wrk's -d), at least 1s, got %v", ErrSizes, s.HTTPDuration))
+	}
 	if s.MaxSleep < s.MinSleep {
 		errs = append(errs, fmt.Errorf("%w: max_sleep %v is below min_sleep %v", ErrSizes, s.MaxSleep, s.MinSleep))
 	}

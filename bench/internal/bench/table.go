@@ -6,7 +6,8 @@ import (
 )
 
 // RenderTable writes the outcomes as a Markdown table: one row per workload
-// and worker count, ns/op of both implementations, their ratio, the latency,
+// and worker count, ns/op of both implementations (W9: faio-native and
+// net/http; its other two go in the details), their ratio, the latency,
 // lateness or thread figures the targets involve, and the target of
 // WORKLOADS.md with whether faio meets it. Targets are judged only on rows
 // with targetWorkers workers (the number of CPUs), as WORKLOADS.md states
@@ -58,8 +59,8 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 	b.WriteString("| workload | workers | faio ns/op | goroutines ns/op | faio/goroutines | details | target | met |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---|---|---|\n")
 	for _, r := range rows {
-		f, fok := r.byImpl[Faio]
-		g, gok := r.byImpl[Goroutines]
+		f, fok := r.byImpl[r.w.primary(Faio)]
+		g, gok := r.byImpl[r.w.primary(Goroutines)]
 		ratio, target, met := "—", "—", "—"
 		judged := judge && r.workers == targetWorkers
 		if judged {
@@ -83,7 +84,7 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n",
 			r.w.Label(), r.workers, nsCell(f, fok), nsCell(g, gok), ratio,
-			cell(details(r.byImpl)), target, cell(met))
+			cell(details(r.w, r.byImpl)), target, cell(met))
 	}
 	return b.String()
 }
@@ -105,13 +106,17 @@ func nsCell(o Outcome, ran bool) string {
 
 // details lists, per implementation, the figures besides ns/op that a
 // reader needs to judge the row (p99 and threads), then failures and skips.
-func details(byImpl map[Impl]Outcome) string {
-	f, g := byImpl[Faio], byImpl[Goroutines]
+// An implementation without a column of its own (W9's faio-adapter and
+// fasthttp) shows its ns/op here, and W9's row names its load generator.
+func details(w *Workload, byImpl map[Impl]Outcome) string {
+	f, g := byImpl[w.primary(Faio)], byImpl[w.primary(Goroutines)]
 	if f.Skip != "" && f.Skip == g.Skip {
 		return "skipped: " + f.Skip
 	}
 	var parts []string
-	for _, impl := range Impls {
+	client := ""
+	for _, v := range w.variants() {
+		impl := v.impl
 		o, ok := byImpl[impl]
 		if !ok {
 			continue
@@ -123,6 +128,12 @@ func details(byImpl map[Impl]Outcome) string {
 			parts = append(parts, fmt.Sprintf("%s FAILED: %v", impl, o.Err))
 		case o.Result != nil:
 			var fig []string
+			if impl != w.primary(v.side) {
+				fig = append(fig, fmt.Sprintf("%.1f ns/op", o.Result.NsPerOp))
+			}
+			if o.Result.Client != "" {
+				client = o.Result.Client
+			}
 			if o.Result.P99us != nil {
 				fig = append(fig, "p99 "+formatMicros(*o.Result.P99us))
 			}
@@ -137,6 +148,9 @@ func details(byImpl map[Impl]Outcome) string {
 				parts = append(parts, fmt.Sprintf("%s %s", impl, strings.Join(fig, ", ")))
 			}
 		}
+	}
+	if client != "" {
+		parts = append(parts, "client "+client)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -107,17 +107,18 @@ func TestTargetCheck(t *testing.T) {
 // The targets are those of WORKLOADS.md.
 func TestWorkloadTargets(t *testing.T) {
 	want := map[string]string{
-		"W1": "≤ 0.5", "W2": "≤ 0.6", "W3": "≤ 0.6", "W4": "≤ 1",
-		"W5": "≤ 1.05, p99 ≤ 1ms", "W5b": "≤ 1, all woken ≤ 1s", "W6": "≤ 1", "W6d": "≤ 1.05, ≤ 8 threads",
-		"W7": "≤ 0.77, p99 ≤ 2ms", "W8": "≤ 0.6", "W10": "≤ 1.5, p99 ≤ 1ms",
+		"W1-spawn": "≤ 0.5", "W2-ping-pong": "≤ 0.6", "W3-mutex": "≤ 0.6", "W4-mpmc": "≤ 1",
+		"W5-timers": "≤ 1.05, p99 ≤ 1ms", "W5b-mass-wake": "≤ 1, all woken ≤ 1s", "W6-file-read": "≤ 1",
+		"W6d-file-read-direct": "≤ 1.05, ≤ 8 threads", "W7-tcp-echo": "≤ 0.77, p99 ≤ 2ms", "W8-yield": "≤ 0.6",
+		"W9-http-hello": "≤ 1", "W9-http-16k": "≤ 1", "W10-goroutine-caller": "≤ 1.5, p99 ≤ 1ms",
 	}
 	ws := Workloads()
 	if len(ws) != len(want) {
 		t.Fatalf("%d workloads, want %d", len(ws), len(want))
 	}
 	for _, w := range ws {
-		if got := w.Target.String(); got != want[w.ID] {
-			t.Errorf("%s: target %q, want %q", w.ID, got, want[w.ID])
+		if got := w.Target.String(); got != want[w.Label()] {
+			t.Errorf("%s: target %q, want %q", w.Label(), got, want[w.Label()])
 		}
 	}
 }

@@ -19,7 +19,8 @@ import (
 // MsgSize bytes, all connections at once. It checks every echoed byte and
 // times every round trip.
 
-// ClientReport is what the W7 client prints on stdout as one JSON line.
+// ClientReport is what the W7 client, and the W9 client, print on stdout
+// as one JSON line. For W9 a round trip is a request and its response.
 type ClientReport struct {
 	Conns      int   `json:"conns"`
 	Trips      int   `json:"trips"`       // timed round trips per connection
@@ -30,43 +31,18 @@ type ClientReport struct {
 	MaxNanos   int64 `json:"max_ns"`
 }
 
-// ErrNotLoopback is returned by RunClient for an address that is not on
-// the loopback interface: the benchmark never sends traffic elsewhere.
-var ErrNotLoopback = errors.New("bench: the W7 client connects to loopback addresses only")
+// ErrNotLoopback is returned by RunClient and RunHTTPClient for an address
+// that is not on the loopback interface: the benchmark never sends
+// traffic elsewhere.
+var ErrNotLoopback = errors.New("bench: the W7 and W9 clients connect to loopback addresses only")
 
 // RunClient runs the W7 client against the echo server at addr.
 func RunClient(ctx context.Context, addr string, s Sizes) (ClientReport, error) {
-	host, _, err := net.SplitHostPort(addr)
+	conns, release, err := loopbackConns(ctx, addr, s.Conns)
 	if err != nil {
-		return ClientReport{}, fmt.Errorf("bench: client address %q: %w", addr, err)
+		return ClientReport{}, err
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return ClientReport{}, fmt.Errorf("%w: %q", ErrNotLoopback, addr)
-	}
-	var mu sync.Mutex // guards conns against the cancellation below
-	conns := make([]net.Conn, 0, s.Conns)
-	closeAll := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	}
-	defer closeAll()
-	// A cancelled ctx closes the connections, which ends every read and
-	// write in progress.
-	stop := context.AfterFunc(ctx, closeAll)
-	defer stop()
-	var d net.Dialer
-	for i := range s.Conns {
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return ClientReport{}, fmt.Errorf("bench: client connection %d: %w", i, err)
-		}
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-	}
+	defer release()
 	for i, c := range conns {
 		if err := roundTrip(c, i, -1, make([]byte, s.MsgSize), make([]byte, s.MsgSize)); err != nil {
 			return ClientReport{}, err
@@ -108,6 +84,46 @@ func RunClient(ctx context.Context, addr string, s Sizes) (ClientReport, error) 
 		P99Nanos:   m.P99.Nanoseconds(),
 		MaxNanos:   m.Max.Nanoseconds(),
 	}, nil
+}
+
+// loopbackConns opens n connections to addr, which must be a loopback
+// address. release closes them all; so does the end of ctx, which ends
+// every read and write in progress.
+func loopbackConns(ctx context.Context, addr string, n int) (conns []net.Conn, release func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: client address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, nil, fmt.Errorf("%w: %q", ErrNotLoopback, addr)
+	}
+	var mu sync.Mutex // guards open against the cancellation
+	open := make([]net.Conn, 0, n)
+	closeAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range open {
+			c.Close()
+		}
+	}
+	stop := context.AfterFunc(ctx, closeAll)
+	release = func() {
+		stop()
+		closeAll()
+	}
+	var d net.Dialer
+	for i := range n {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("bench: client connection %d: %w", i, err)
+		}
+		mu.Lock()
+		open = append(open, c)
+		mu.Unlock()
+	}
+	// open is complete: from here on it is only read.
+	return open, release, nil
 }
 
 // roundTrip sends the message of connection conn's trip and checks that

@@ -152,24 +152,30 @@ func echoConnGo(c net.Conn) (int64, error) {
 // runClient runs the W7 client process against addr and returns its
 // report.
 func runClient(env *Env, addr string) (ClientReport, error) {
+	return clientProcess(env, "W7 client", "-client", addr)
+}
+
+// clientProcess runs a client process (what: "W7 client") with args and
+// env's sizes, and returns the report it prints.
+func clientProcess(env *Env, what string, args ...string) (ClientReport, error) {
 	sizes, err := json.Marshal(env.Sizes)
 	if err != nil {
 		return ClientReport{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
-	cmd, err := env.start(ctx, "-client", addr, "-sizes", string(sizes))
+	cmd, err := env.start(ctx, append(args, "-sizes", string(sizes))...)
 	if err != nil {
 		return ClientReport{}, err
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, env.Log
 	if err := cmd.Run(); err != nil {
-		return ClientReport{}, fmt.Errorf("bench: W7 client process: %w", err)
+		return ClientReport{}, fmt.Errorf("bench: %s process: %w", what, err)
 	}
 	var r ClientReport
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		return ClientReport{}, fmt.Errorf("bench: W7 client printed %q: %w", out.Bytes(), err)
+		return ClientReport{}, fmt.Errorf("bench: %s printed %q: %w", what, out.Bytes(), err)
 	}
 	return r, nil
 }

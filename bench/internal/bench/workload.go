@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,20 @@ const (
 // Impls lists the implementations in the order they run.
 var Impls = []Impl{Faio, Goroutines}
 
+// The implementations of W9, an HTTP/1.1 server: two on faio (the faio
+// side of -impl and of the table), two without it (the goroutines side).
+const (
+	// FaioNative is faiohttp.Server: each connection a faio task.
+	FaioNative Impl = "faio-native"
+	// FaioAdapter is net/http's http.Server on a faio listener
+	// (aio.Listener.NetListener): net/http's goroutines, faio's I/O.
+	FaioAdapter Impl = "faio-adapter"
+	// NetHTTP is net/http's http.Server on a net listener.
+	NetHTTP Impl = "net/http"
+	// FastHTTP is github.com/valyala/fasthttp, the fast Go reference.
+	FastHTTP Impl = "fasthttp"
+)
+
 // Env is what one run of a workload works with.
 type Env struct {
 	Workers int    // faio workers, or GOMAXPROCS of the goroutine side
@@ -36,9 +51,12 @@ type Env struct {
 	// InProcess is set in a child process started for an isolated
 	// workload (W6d): the workload runs here instead of starting another.
 	InProcess bool
-	// Self starts this program again with args: the W7 client and the
-	// isolated W6d runs are such processes (nil: SelfCommand).
+	// Self starts this program again with args: the W7 and W9 clients
+	// and the isolated W6d runs are such processes (nil: SelfCommand).
 	Self func(ctx context.Context, args ...string) (*exec.Cmd, error)
+	// Wrk is the path of wrk, the W9 load generator; "" means the
+	// program's own HTTP client (-http-client).
+	Wrk string
 	// Log receives progress and notes (stderr); it must not be nil.
 	Log io.Writer
 	// faioStats are the counters of the last faio runtime withRuntime
@@ -50,11 +68,12 @@ type Env struct {
 type Measurement struct {
 	Ops     int64         // the unit ns_per_op divides by
 	Elapsed time.Duration // the timed part of the run
-	// Latency (W7: one round trip) or lateness (W5: actual minus
-	// requested sleep) percentiles; HasLatency says whether they were
-	// measured.
+	// Latency (W7: one round trip, W9: one request) or lateness (W5:
+	// actual minus requested sleep) percentiles; HasLatency says whether
+	// they were measured.
 	HasLatency    bool
 	P50, P99, Max time.Duration
+	Client        string  // W9: the load generator, "wrk" or "own"
 	Bytes         int64   // bytes read (W6, W6d), for mib_s
 	Threads       int     // peak OS threads of the process (W6d)
 	IOWQThreads   int     // io_uring io-wq workers among them
@@ -65,7 +84,8 @@ type Measurement struct {
 	Polls, Steals []uint64
 }
 
-// Workload is one row of WORKLOADS.md with its two implementations.
+// Workload is one row of WORKLOADS.md with its implementations: faio and
+// goroutines, or (W9) a list of its own.
 type Workload struct {
 	ID   string // "W1", "W6d"
 	Name string // "spawn"
@@ -78,6 +98,63 @@ type Workload struct {
 	setup func(env *Env) error
 	faio  func(env *Env) (Measurement, error)
 	gor   func(env *Env) (Measurement, error)
+	// impls, when set, replaces faio and gor (W9): the implementations
+	// in run order, each on one side.
+	impls []implRun
+	// body is the response body of an HTTP workload (W9).
+	body []byte
+}
+
+// implRun is one implementation of a workload. Its side, Faio or
+// Goroutines, is the -impl value that selects it and the rule for
+// GOMAXPROCS; the first implementation of each side fills that side's
+// column of the table.
+type implRun struct {
+	impl Impl
+	side Impl
+	run  func(env *Env) (Measurement, error)
+}
+
+// variants returns w's implementations in run order.
+func (w *Workload) variants() []implRun {
+	if w.impls != nil {
+		return w.impls
+	}
+	return []implRun{{Faio, Faio, w.faio}, {Goroutines, Goroutines, w.gor}}
+}
+
+// variantsOn returns w's implementations on the given sides (Faio,
+// Goroutines), in run order.
+func (w *Workload) variantsOn(sides []Impl) []implRun {
+	var vs []implRun
+	for _, v := range w.variants() {
+		if slices.Contains(sides, v.side) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// side returns the side (Faio or Goroutines) of w's implementation impl;
+// impl itself if w has no such implementation.
+func (w *Workload) side(impl Impl) Impl {
+	for _, v := range w.variants() {
+		if v.impl == impl {
+			return v.side
+		}
+	}
+	return impl
+}
+
+// primary returns the implementation in side's column of the table: the
+// first on that side.
+func (w *Workload) primary(side Impl) Impl {
+	for _, v := range w.variants() {
+		if v.side == side {
+			return v.impl
+		}
+	}
+	return side
 }
 
 // Label is the workload's name in JSON lines and tables: "W1-spawn".
@@ -95,13 +172,12 @@ func (w *Workload) Setup(env *Env) error {
 // Run runs the workload once with impl and validates the outcome: an error
 // means the run failed or its result was wrong.
 func (w *Workload) Run(env *Env, impl Impl) (Measurement, error) {
-	switch impl {
-	case Faio:
-		return w.faio(env)
-	case Goroutines:
-		return w.gor(env)
+	for _, v := range w.variants() {
+		if v.impl == impl {
+			return v.run(env)
+		}
 	}
-	return Measurement{}, fmt.Errorf("bench: unknown implementation %q", impl)
+	return Measurement{}, fmt.Errorf("bench: %s has no implementation %q", w.Label(), impl)
 }
 
 // Workloads returns every workload in WORKLOADS.md order.
@@ -127,20 +203,28 @@ func Workloads() []*Workload {
 			Target: Target{MaxRatio: 0.77, MaxP99: 2 * time.Millisecond}, faio: echoFaio, gor: echoGoroutines},
 		{ID: "W8", Name: "yield", Unit: "one yield", AlsoOneWorker: true,
 			Target: Target{MaxRatio: 0.6}, faio: yieldFaio, gor: yieldGoroutines},
+		httpWorkload("http-hello", helloBody),
+		httpWorkload("http-16k", body16k),
 		{ID: "W10", Name: "goroutine-caller", Unit: "one round trip",
 			Target: Target{MaxRatio: 1.5, MaxP99: time.Millisecond}, faio: callerFaio, gor: callerGoroutines},
 	}
 }
 
 // LookupWorkload finds a workload by id ("W3", "w3"), label ("W3-mutex")
-// or name ("mutex"), ignoring case.
+// or name ("mutex"), ignoring case. W9's two workloads share the id: "W9"
+// finds the first, W9-http-hello.
 func LookupWorkload(name string) (*Workload, bool) {
 	for _, w := range Workloads() {
-		if strings.EqualFold(name, w.ID) || strings.EqualFold(name, w.Label()) || strings.EqualFold(name, w.Name) {
+		if w.matches(name) {
 			return w, true
 		}
 	}
 	return nil, false
+}
+
+// matches reports whether name is w's id, label or name, ignoring case.
+func (w *Workload) matches(name string) bool {
+	return strings.EqualFold(name, w.ID) || strings.EqualFold(name, w.Label()) || strings.EqualFold(name, w.Name)
 }
 
 // SkipError is returned by Setup when a workload cannot run on this machine
