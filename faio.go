@@ -34,6 +34,8 @@ type (
 	PanicError = runtime.PanicError
 	// PanicPolicy says what a panicking task does (Config.PanicPolicy).
 	PanicPolicy = runtime.PanicPolicy
+	// Backend is io_uring or the portable backend (Config.IOBackend).
+	Backend = runtime.Backend
 	// Interval ticks at a fixed period on the worker's timer wheel.
 	Interval = runtime.Interval
 	// MissedTickBehavior says what an Interval does after missed ticks.
@@ -44,6 +46,10 @@ type (
 const (
 	PanicReturn = runtime.PanicReturn // a panic fails only its task (default)
 	PanicCrash  = runtime.PanicCrash  // a panic ends the process
+
+	BackendAuto     = runtime.BackendAuto     // io_uring where allowed, else portable (default)
+	BackendIOUring  = runtime.BackendIOUring  // io_uring or New fails
+	BackendPortable = runtime.BackendPortable // no io_uring: Go's netpoller and a blocking pool
 
 	Burst = runtime.Burst // fire the missed ticks back to back (default)
 	Delay = runtime.Delay // restart the period from the late tick

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faio-go/faio/modules/channel"
 	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio/modules/uring"
 )
 
 // The error codes of faio.h, as Go constants. Taking them from the header
@@ -31,6 +32,7 @@ const (
 	codeENOTWORKER  int32 = C.FAIO_ENOTWORKER
 	codeENOMEM      int32 = C.FAIO_ENOMEM
 	codeEINTERNAL   int32 = C.FAIO_EINTERNAL
+	codeENOURING    int32 = C.FAIO_ENOURING
 )
 
 // errorCode maps an error of the Go packages to a faio.h code: nil is 0,
@@ -53,10 +55,20 @@ func errorCode(err error) int32 {
 		return codeEWOULDBLOCK
 	case errors.Is(err, runtime.ErrInvalidConfig):
 		return codeEINVAL
+	case errors.Is(err, runtime.ErrNoRing), setupRefused(err):
+		return codeENOURING
 	case errors.Is(err, errTooManyHandles):
 		return codeENOMEM
 	case errors.As(err, &errno) && errno != 0:
 		return -int32(errno)
 	}
 	return codeEINTERNAL
+}
+
+// setupRefused reports whether err is io_uring_setup refusing a ring for a
+// reason outside the caller's arguments: blocked (EPERM) or missing
+// (ENOSYS).
+func setupRefused(err error) bool {
+	var ue *uring.Error
+	return errors.As(err, &ue) && ue.Op == "io_uring_setup" && (ue.Errno == syscall.EPERM || ue.Errno == syscall.ENOSYS)
 }

@@ -17,8 +17,9 @@ import (
 // the plain Go functions below them.
 
 //export faiocgo_runtime_new
-func faiocgo_runtime_new(workers, ringEntries, localQueueCapacity, globalQueueInterval, ioInterval, submitBatch C.int32_t, timerResolutionNs, stallThresholdNs C.int64_t, out *C.uint64_t) C.int {
+func faiocgo_runtime_new(workers, ringEntries, localQueueCapacity, globalQueueInterval, ioInterval, submitBatch C.int32_t, timerResolutionNs, stallThresholdNs C.int64_t, ioBackend C.int32_t, out *C.uint64_t) C.int {
 	h, rc := newRuntime(runtime.Config{
+		IOBackend:           runtime.Backend(ioBackend), // the enum's values are Backend's
 		Workers:             int(workers),
 		RingEntries:         int(ringEntries),
 		LocalQueueCapacity:  int(localQueueCapacity),
@@ -84,6 +85,7 @@ func faiocgo_stats(h C.uint64_t, out *C.faio_runtime_stats) C.int {
 	out.io_errors = C.uint64_t(st.IOErrors)
 	out.stalls = C.uint64_t(st.Stalls)
 	out.coroutines = C.uint64_t(st.Coroutines)
+	out.backend = C.int32_t(st.Backend)
 	return C.int(codeOK)
 }
 

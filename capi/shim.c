@@ -87,6 +87,8 @@ const char *faio_strerror(int code)
     case FAIO_ENOTWORKER: return "faio: not inside a faio callback";
     case FAIO_ENOMEM: return "faio: too many live handles";
     case FAIO_EINTERNAL: return "faio: internal error";
+    case FAIO_ENOURING: return "faio: io_uring is unavailable (refused by a seccomp filter, as container runtimes do by default, "
+                               "or missing from the kernel); FAIO_BACKEND_AUTO runs on the portable backend, without the I/O calls";
     }
     if (code < 0 && code > -4096) {
         /* strerrordesc_np returns a static string and is thread-safe;
@@ -116,10 +118,12 @@ int faio_runtime_new(const faio_config *cfg, faio_runtime *out)
     for (size_t i = 0; i < sizeof cfg->reserved / sizeof cfg->reserved[0]; i++)
         if (cfg->reserved[i] != 0)
             return FAIO_EINVAL;
+    if (cfg->reserved32 != 0)
+        return FAIO_EINVAL;
     uint64_t h = 0;
     int rc = faiocgo_runtime_new(cfg->workers, cfg->ring_entries, cfg->local_queue_capacity,
                                  cfg->global_queue_interval, cfg->io_interval, cfg->submit_batch,
-                                 cfg->timer_resolution_ns, cfg->stall_threshold_ns, &h);
+                                 cfg->timer_resolution_ns, cfg->stall_threshold_ns, cfg->io_backend, &h);
     if (rc == 0)
         out->h = h;
     return rc;

@@ -142,7 +142,28 @@ enum faio_error {
     /* Too many live handles (about 16 million). */
     FAIO_ENOMEM = -10011,
     /* An internal error faio cannot map to another code; a bug. */
-    FAIO_EINTERNAL = -10012
+    FAIO_EINTERNAL = -10012,
+    /* io_uring is unavailable: faio_runtime_new with FAIO_BACKEND_IO_URING
+     * where the kernel refuses or lacks it (a seccomp filter, as container
+     * runtimes install by default; a kernel without CONFIG_IO_URING), and
+     * faio_read, faio_write, faio_recv, faio_send, faio_accept,
+     * faio_connect and faio_close on a runtime that runs on the portable
+     * backend (their callback gets it). */
+    FAIO_ENOURING = -10013
+};
+
+/* What a runtime's workers sleep on and run I/O with (faio_config's
+ * io_backend; faio_runtime_stats' backend). The environment variable
+ * FAIO_BACKEND (auto, io_uring or portable) overrides the config. */
+enum faio_backend {
+    /* io_uring where the kernel allows it, else the portable backend (one
+     * notice on stderr when it falls back). The default. */
+    FAIO_BACKEND_AUTO = 0,
+    /* io_uring or nothing: faio_runtime_new fails with FAIO_ENOURING. */
+    FAIO_BACKEND_IO_URING = 1,
+    /* No io_uring: tasks, timers, mutexes and channels work as on
+     * io_uring; the I/O calls of this header complete with FAIO_ENOURING. */
+    FAIO_BACKEND_PORTABLE = 2
 };
 
 /* Opaque handles: copy them freely, never interpret the value. */
@@ -173,7 +194,9 @@ typedef struct faio_config {
     int32_t submit_batch;          /* SQEs queued before a submit; 0: 4 */
     int64_t timer_resolution_ns;   /* timer wheel granularity; 0: 1 ms */
     int64_t stall_threshold_ns;    /* watchdog threshold; 0: 10 ms, < 0: off, else >= 1 ms (FAIO_EINVAL below) */
-    uint64_t reserved[8];          /* must be zero */
+    int32_t io_backend;            /* enum faio_backend; 0: FAIO_BACKEND_AUTO */
+    int32_t reserved32;            /* must be zero */
+    uint64_t reserved[7];          /* must be zero */
 } faio_config;
 
 /* Counters of a runtime since it was created (see faio_stats). */
@@ -194,7 +217,9 @@ typedef struct faio_runtime_stats {
     uint64_t io_errors;     /* unexpected io_uring_enter failures */
     uint64_t stalls;        /* stalls seen by the watchdog */
     uint64_t coroutines;    /* coroutines created (others were reused) */
-    uint64_t reserved[8];   /* zero in this version */
+    int32_t backend;        /* enum faio_backend in use: io_uring or portable */
+    int32_t reserved32;     /* zero in this version */
+    uint64_t reserved[7];   /* zero in this version */
 } faio_runtime_stats;
 
 /* ---------------------------------------------------------------------

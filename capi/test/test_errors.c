@@ -177,7 +177,7 @@ static void test_bad_arguments(void)
     cfg.stall_threshold_ns = 1; /* under the 1 ms minimum: refused, not a crash */
     CHECK_RC(faio_runtime_new(&cfg, &bad), FAIO_EINVAL);
     memset(&cfg, 0, sizeof cfg);
-    cfg.reserved[7] = 1;
+    cfg.reserved[6] = 1;
     CHECK_RC(faio_runtime_new(&cfg, &bad), FAIO_EINVAL);
     /* NULL config: defaults. */
     CHECK_RC(faio_runtime_new(NULL, &bad), 0);

@@ -124,7 +124,66 @@ static void test_two_runtimes(void)
     CHECK(atomic_load(&runs[1].count) == 2); /* the spawned task ran, at the latest during the free */
 }
 
+/* The portable backend, chosen in faio_config: tasks and timers run, the
+ * I/O calls complete with FAIO_ENOURING, faio_stats names the backend. */
+static atomic_long portable_slept, portable_read;
+static char portable_buf[8];
+
+static void portable_sleep_done(void *arg, int status)
+{
+    (void)arg;
+    CHECK_RC(status, 0);
+    atomic_fetch_add(&portable_slept, 1);
+}
+
+static void portable_read_done(void *arg, int64_t result)
+{
+    (void)arg;
+    CHECK(result == FAIO_ENOURING);
+    atomic_fetch_add(&portable_read, 1);
+}
+
+static void portable_root(void *arg)
+{
+    faio_runtime rt = *(faio_runtime *)arg;
+    for (int i = 0; i < 100; i++)
+        CHECK_RC(faio_sleep(rt, 1000000, portable_sleep_done, NULL), 0);
+    CHECK_RC(faio_read(rt, 0, portable_buf, sizeof portable_buf, 0, portable_read_done, NULL), 0);
+}
+
+static void test_portable_backend(void)
+{
+    faio_config cfg = {0};
+    cfg.workers = 2;
+    cfg.io_backend = FAIO_BACKEND_PORTABLE;
+    faio_runtime rt;
+    CHECK_RC(faio_runtime_new(&cfg, &rt), 0);
+    atomic_store(&portable_slept, 0);
+    atomic_store(&portable_read, 0);
+    CHECK_RC(faio_block_on(rt, portable_root, &rt), 0);
+    CHECK(atomic_load(&portable_slept) == 100);
+    CHECK(atomic_load(&portable_read) == 1);
+    faio_runtime_stats st;
+    CHECK_RC(faio_stats(rt, &st), 0);
+    CHECK(st.backend == FAIO_BACKEND_PORTABLE);
+    CHECK_RC(faio_runtime_free(rt), 0);
+
+    cfg.io_backend = FAIO_BACKEND_AUTO;
+    CHECK_RC(faio_runtime_new(&cfg, &rt), 0);
+    CHECK_RC(faio_stats(rt, &st), 0);
+    CHECK(st.backend == FAIO_BACKEND_IO_URING || st.backend == FAIO_BACKEND_PORTABLE);
+    CHECK_RC(faio_runtime_free(rt), 0);
+
+    cfg.io_backend = 7;
+    CHECK_RC(faio_runtime_new(&cfg, &rt), FAIO_EINVAL);
+    cfg.io_backend = 0;
+    cfg.reserved32 = 1;
+    CHECK_RC(faio_runtime_new(&cfg, &rt), FAIO_EINVAL);
+    CHECK(strstr(faio_strerror(FAIO_ENOURING), "io_uring") != NULL);
+}
+
 void test_runtimes(void)
 {
     run_test("two runtimes in one process, calling each other", test_two_runtimes);
+    run_test("the portable backend: tasks and timers, I/O refused", test_portable_backend);
 }
