@@ -2,10 +2,8 @@ package faio
 
 import (
 	"context"
-	"io/fs"
 	"time"
 
-	"github.com/faio-go/faio/modules/aio"
 	"github.com/faio-go/faio/modules/channel"
 	"github.com/faio-go/faio/modules/runtime"
 	fsync "github.com/faio-go/faio/modules/sync"
@@ -175,51 +173,3 @@ func NewChannel[T any](capacity int) (*Sender[T], *Receiver[T]) { return channel
 // Select waits until one of cases can proceed, performs it and returns its
 // index.
 func Select(ctx context.Context, cases ...Case) (int, error) { return channel.Select(ctx, cases...) }
-
-// Files and sockets through the worker's io_uring. Each call runs on the
-// runtime of ctx: the task's own, or the one WithRuntime attached.
-type (
-	File     = aio.File
-	Listener = aio.Listener
-	Conn     = aio.Conn
-	UDPConn  = aio.UDPConn
-)
-
-// Open opens name for reading, like os.Open.
-func Open(ctx context.Context, name string) (*File, error) { return aio.Open(ctx, name) }
-
-// Create creates or truncates name, like os.Create.
-func Create(ctx context.Context, name string) (*File, error) { return aio.Create(ctx, name) }
-
-// OpenFile opens name with flag and perm, like os.OpenFile.
-func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*File, error) {
-	return aio.OpenFile(ctx, name, flag, perm)
-}
-
-// ReadFile reads the whole file name, like os.ReadFile.
-func ReadFile(ctx context.Context, name string) ([]byte, error) { return aio.ReadFile(ctx, name) }
-
-// WriteFile writes data to name, like os.WriteFile.
-func WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
-	return aio.WriteFile(ctx, name, data, perm)
-}
-
-// Listen announces on a TCP address, like net.Listen.
-func Listen(ctx context.Context, network, address string) (*Listener, error) {
-	return aio.Listen(ctx, network, address)
-}
-
-// Dial connects to a TCP address, like net.Dial.
-func Dial(ctx context.Context, network, address string) (*Conn, error) {
-	return aio.Dial(ctx, network, address)
-}
-
-// ListenUDP opens a UDP socket bound to address, like net.ListenPacket.
-func ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
-	return aio.ListenUDP(ctx, network, address)
-}
-
-// DialUDP opens a UDP socket connected to address.
-func DialUDP(ctx context.Context, network, address string) (*UDPConn, error) {
-	return aio.DialUDP(ctx, network, address)
-}

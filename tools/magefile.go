@@ -129,6 +129,9 @@ func Test() error {
 	if err := goCmd(append([]string{"vet"}, pats...)...); err != nil {
 		return err
 	}
+	if err := crossBuild(); err != nil {
+		return err
+	}
 	args := append([]string{"test", "-race", "-count=1", "-timeout=20m"}, pats...)
 	if err := goCmd(args...); err != nil {
 		return err
@@ -144,6 +147,23 @@ func Test() error {
 		return err
 	}
 	return sh.RunV("bash", "capi/test/run.sh")
+}
+
+// crossPackages build on every system Go supports: the scheduler, sync,
+// channel and the facade (without its Linux-only I/O), on the portable
+// backend. uring, aio, faiohttp and libfaio.so are Linux-only.
+var crossPackages = []string{".", "./modules/runtime", "./modules/sync", "./modules/channel"}
+
+// crossBuild builds crossPackages for macOS and Windows.
+func crossBuild() error {
+	for _, goos := range []string{"darwin", "windows"} {
+		args := append([]string{"build"}, crossPackages...)
+		fmt.Printf("GOOS=%s go %s\n", goos, strings.Join(args, " "))
+		if err := sh.RunWithV(map[string]string{"GOOS": goos, "CGO_ENABLED": "0"}, "go", args...); err != nil {
+			return fmt.Errorf("GOOS=%s: %w", goos, err)
+		}
+	}
+	return nil
 }
 
 // portablePackages are the packages whose tests run again on the portable

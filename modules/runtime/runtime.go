@@ -82,7 +82,7 @@ func New(cfg Config) (*Runtime, error) {
 	rt.root.flags.Store(flagLinked)
 	rt.backend = cfg.IOBackend
 	if rt.backend == BackendAuto {
-		rt.backend = BackendIOUring
+		rt.backend = autoBackend
 	}
 	for i := 0; i < cfg.Workers; i++ {
 		w, err := rt.newWorker(i)

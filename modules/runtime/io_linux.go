@@ -45,6 +45,9 @@ type ioEngine struct {
 	timerCancels  []timerwheel.Handle // guarded by cancelMu
 }
 
+// autoBackend is what BackendAuto tries first: io_uring, on Linux.
+const autoBackend = BackendIOUring
+
 // setupRing creates a worker's ring; a test stands in a refusal for it.
 var setupRing = uring.New
 
