@@ -143,6 +143,7 @@ const (
 	registerEventFdAsync = 7
 	registerProbe        = 8
 	registerEnableRings  = 12
+	registerIOWQMax      = 19 // IORING_REGISTER_IOWQ_MAX_WORKERS
 )
 
 const (

@@ -51,6 +51,21 @@ func (r *Ring) RegisterEventFdAsync(fd int) error {
 	return err
 }
 
+// RegisterIOWQMaxWorkers bounds the kernel's io-wq worker threads of the
+// ring: bounded limits those running requests that take a bounded time
+// (regular-file I/O the kernel could not issue without blocking),
+// unbounded those that may wait forever (sockets, pipes without poll). The
+// limits hold for each thread that submits to the ring (its own io-wq)
+// and each NUMA node. 0 leaves a limit unchanged. It returns the previous
+// limits (Linux 5.15).
+func (r *Ring) RegisterIOWQMaxWorkers(bounded, unbounded uint32) (prevBounded, prevUnbounded uint32, err error) {
+	vals := [2]uint32{bounded, unbounded}
+	if _, err := r.register("iowq_max_workers", registerIOWQMax, unsafe.Pointer(&vals), 2); err != nil {
+		return 0, 0, err
+	}
+	return vals[0], vals[1], nil
+}
+
 // UnregisterEventFd removes the registered eventfd.
 func (r *Ring) UnregisterEventFd() error {
 	_, err := r.register("unregister_eventfd", unregisterEventFd, nil, 0)
