@@ -36,6 +36,9 @@
 // (runWrk, parseWrk). W6d (-child) runs
 // each configuration in a fresh process, because its result includes the
 // peak number of OS threads, and Go keeps every thread it ever started.
+// Main sets FAIO_BACKEND to -backend before anything starts, so the faio
+// runtimes of these processes, as those of this one, run on the backend
+// the command line chose; each faio Result records the one it ran on.
 //
 // # The data file
 //

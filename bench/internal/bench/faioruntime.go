@@ -8,11 +8,12 @@ import (
 	"github.com/faio-go/faio"
 )
 
-// withRuntime runs fn on a new faio runtime with env.Workers workers and
-// closes the runtime afterwards, keeping its counters in env; starting and
-// closing it are not part of any measurement.
+// withRuntime runs fn on a new faio runtime with env.Workers workers on
+// env.Backend (or the one FAIO_BACKEND names) and closes the runtime
+// afterwards, keeping its counters in env; starting and closing it are not
+// part of any measurement.
 func withRuntime(env *Env, fn func(rt *faio.Runtime) error) error {
-	rt, err := faio.New(faio.Config{Workers: env.Workers})
+	rt, err := faio.New(faio.Config{Workers: env.Workers, IOBackend: env.Backend})
 	if err != nil {
 		return fmt.Errorf("bench: starting faio: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/faio-go/faio"
 )
 
 // SelfEnv is set to "1" in the environment of every process the program
@@ -53,8 +55,14 @@ func runIsolated(env *Env, id string, impl Impl) (Measurement, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
-	cmd, err := env.start(ctx, "-child", "-w", id, "-impl", string(impl),
-		"-workers", strconv.Itoa(env.Workers), "-file", env.File, "-sizes", string(sizes))
+	args := []string{"-child", "-w", id, "-impl", string(impl),
+		"-workers", strconv.Itoa(env.Workers), "-file", env.File, "-sizes", string(sizes)}
+	if env.Backend != faio.BackendAuto {
+		// Auto leaves the child to FAIO_BACKEND, inherited, as it
+		// leaves this process's runtimes.
+		args = append(args, "-backend", env.Backend.String())
+	}
+	cmd, err := env.start(ctx, args...)
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -79,6 +87,7 @@ func runIsolated(env *Env, id string, impl Impl) (Measurement, error) {
 		Threads:     r.Threads,
 		RSSMiB:      r.RSSMiB,
 		GOMAXPROCS:  r.GOMAXPROCS,
+		Backend:     r.Backend,
 	}, nil
 }
 

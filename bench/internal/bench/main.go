@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	goruntime "runtime"
 	"time"
+
+	"github.com/faio-go/faio"
 )
 
 // Run time limits: far above what a healthy run takes, so only a hang
@@ -32,6 +35,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
 		return 2
 	}
+	if err := setBackendEnv(o.Backend); err != nil {
+		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
+		return 2
+	}
 	if o.Client != "" {
 		return clientMain(o, stdout, stderr)
 	}
@@ -49,6 +56,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		Impls:     o.Impls,
 		Env: Env{
 			Sizes:     o.Sizes,
+			Backend:   o.Backend,
 			File:      o.File,
 			InProcess: o.Child,
 			Self:      SelfCommand,
@@ -68,6 +76,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "\n%s", renderTableFor(o, outcomes, goruntime.NumCPU()))
 	}
 	return exitCode(outcomes)
+}
+
+// setBackendEnv makes FAIO_BACKEND say b before any runtime starts, so
+// that every faio runtime of the run uses b: those of this process (the
+// variable overrides faio.Config.IOBackend) and those of the processes it
+// starts, which inherit the environment. An environment that says b
+// already, or says nothing when b is auto, is left alone.
+func setBackendEnv(b faio.Backend) error {
+	if cur := os.Getenv(EnvBackend); cur == b.String() || (cur == "" && b == faio.BackendAuto) {
+		return nil
+	}
+	return os.Setenv(EnvBackend, b.String())
 }
 
 // renderTableFor renders the table of a run with options o. Only a run at

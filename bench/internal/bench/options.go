@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
+
+	"github.com/faio-go/faio"
 )
 
 // Options are the parsed command line of faio-bench.
@@ -23,6 +26,10 @@ type Options struct {
 	// HTTPClient is -http-client, the W9 load generator: HTTPClientAuto,
 	// HTTPClientWrk or HTTPClientOwn.
 	HTTPClient string
+	// Backend is -backend, the backend of every faio runtime of the run:
+	// faio.BackendAuto, BackendIOUring or BackendPortable. Without the
+	// flag it is what FAIO_BACKEND says, or BackendAuto.
+	Backend faio.Backend
 
 	// Internal flags, for the processes the program starts of itself.
 	Client   string // -client ADDR: be the W7 client of the server at ADDR
@@ -42,6 +49,12 @@ const (
 	HTTPClientOwn = "own"
 )
 
+// EnvBackend is the environment variable by which faio's runtime lets an
+// operator choose its backend ("auto", "io_uring" or "portable"); it
+// overrides faio.Config.IOBackend. Main sets it to -backend, so that every
+// runtime of the run, in this process and in the ones it starts, uses it.
+const EnvBackend = "FAIO_BACKEND"
+
 // ErrUsage is wrapped by every error ParseArgs returns for a bad command
 // line.
 var ErrUsage = errors.New("usage")
@@ -56,6 +69,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 		workersFlag = fs.String("workers", "", "comma-separated worker counts (default: the number of CPUs, and also 1 for W1, W3, W8)")
 		implFlag    = fs.String("impl", "both", "implementation to run: faio, goroutines or both (W9: faio-native and faio-adapter, net/http and fasthttp)")
 		sizesFlag   = fs.String("sizes", "", "internal: the sizes as JSON, for child processes")
+		backendFlag = fs.String("backend", faio.BackendAuto.String(), "faio's backend for every faio run: auto (io_uring where the kernel allows it, else portable), io_uring or portable (default: $"+EnvBackend+" if set, else auto)")
 		o           Options
 	)
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
@@ -89,6 +103,9 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 		return Options{}, err
 	}
 	if o.Sizes, err = parseSizes(*sizesFlag, o.Quick); err != nil {
+		return Options{}, err
+	}
+	if o.Backend, err = parseBackend(fs, *backendFlag); err != nil {
 		return Options{}, err
 	}
 	switch o.HTTPClient {
@@ -164,6 +181,23 @@ func parseImpls(s string) ([]Impl, error) {
 		return []Impl{Goroutines}, nil
 	}
 	return nil, fmt.Errorf("%w: -impl wants faio, goroutines or both, got %q", ErrUsage, s)
+}
+
+// parseBackend resolves -backend: the flag if given, else FAIO_BACKEND if
+// set (the runtime would obey it anyway), else auto.
+func parseBackend(fs *flag.FlagSet, value string) (faio.Backend, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "backend" })
+	source := "-backend"
+	if env := os.Getenv(EnvBackend); !given && env != "" {
+		value, source = env, EnvBackend
+	}
+	for _, b := range []faio.Backend{faio.BackendAuto, faio.BackendIOUring, faio.BackendPortable} {
+		if value == b.String() {
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %s wants auto, io_uring or portable, got %q", ErrUsage, source, value)
 }
 
 // parseSizes decodes -sizes, which must name every field it sets correctly

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faio-go/faio"
 )
 
 func ids(ws []*Workload) string {
@@ -21,6 +23,7 @@ func ids(ws []*Workload) string {
 }
 
 func TestParseArgsDefaults(t *testing.T) {
+	t.Setenv(EnvBackend, "")
 	o, err := ParseArgs(nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +32,7 @@ func TestParseArgsDefaults(t *testing.T) {
 		t.Errorf("workloads %s", got)
 	}
 	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" ||
-		o.HTTPClient != HTTPClientAuto || o.HTTPLoad != "" {
+		o.HTTPClient != HTTPClientAuto || o.HTTPLoad != "" || o.Backend != faio.BackendAuto {
 		t.Errorf("defaults %+v", o)
 	}
 	if o.Sizes != FullSizes() || o.File != filepath.Join(os.TempDir(), "faio-bench-w6-1GiB.dat") {
@@ -38,6 +41,7 @@ func TestParseArgsDefaults(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
+	t.Setenv(EnvBackend, "")
 	for _, tc := range []struct {
 		args  []string
 		check func(o Options) bool
@@ -66,6 +70,9 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-quick", "-file", "/data/f"}, func(o Options) bool { return o.File == "/data/f" }},
 		{[]string{"-client", "127.0.0.1:9"}, func(o Options) bool { return o.Client == "127.0.0.1:9" }},
 		{[]string{"-child"}, func(o Options) bool { return o.Child }},
+		{[]string{"-backend", "auto"}, func(o Options) bool { return o.Backend == faio.BackendAuto }},
+		{[]string{"-backend", "io_uring"}, func(o Options) bool { return o.Backend == faio.BackendIOUring }},
+		{[]string{"-backend", "portable"}, func(o Options) bool { return o.Backend == faio.BackendPortable }},
 		{[]string{"-sizes", `{"spawns":5,"ping_pongs":1,"mutex_tasks":1,"mutex_iters":1,"producers":1,"consumers":1,
 			"items_per_producer":1,"chan_cap":1,"timers":1,"min_sleep":1000,"max_sleep":1000,"sleepers":1,"sleep_margin":1000000,"file_size":8192,
 			"block_size":4096,"reads":1,"direct_reads":1,"in_flight":1,"conns":1,"trips":1,"msg_size":16,
@@ -81,6 +88,7 @@ func TestParseArgs(t *testing.T) {
 }
 
 func TestParseArgsErrors(t *testing.T) {
+	t.Setenv(EnvBackend, "")
 	for _, tc := range []struct {
 		args []string
 		msg  string
@@ -91,6 +99,9 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"-workers", "two"}, `positive integers, got "two"`},
 		{[]string{"-impl", "tokio"}, `faio, goroutines or both, got "tokio"`},
 		{[]string{"-http-client", "curl"}, `auto, wrk or own, got "curl"`},
+		{[]string{"-backend", "uring"}, `-backend wants auto, io_uring or portable, got "uring"`},
+		{[]string{"-backend", ""}, `-backend wants auto, io_uring or portable, got ""`},
+		{[]string{"-backend", "Portable"}, `-backend wants auto, io_uring or portable, got "Portable"`},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"-sizes", `{"spawns":1`}, "-sizes"},
@@ -104,6 +115,26 @@ func TestParseArgsErrors(t *testing.T) {
 	}
 	if _, err := ParseArgs([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
+	}
+}
+
+// Without -backend, FAIO_BACKEND chooses (the runtime obeys it anyway);
+// -backend overrides it; a bad FAIO_BACKEND is a usage error too.
+func TestParseArgsBackendFromEnvironment(t *testing.T) {
+	t.Setenv(EnvBackend, "portable")
+	if o, err := ParseArgs(nil, io.Discard); err != nil || o.Backend != faio.BackendPortable {
+		t.Errorf("FAIO_BACKEND=portable: %v, %v", o.Backend, err)
+	}
+	if o, err := ParseArgs([]string{"-backend", "auto"}, io.Discard); err != nil || o.Backend != faio.BackendAuto {
+		t.Errorf("FAIO_BACKEND=portable -backend auto: %v, %v", o.Backend, err)
+	}
+	t.Setenv(EnvBackend, "uring")
+	if _, err := ParseArgs(nil, io.Discard); !errors.Is(err, ErrUsage) ||
+		!strings.Contains(err.Error(), `FAIO_BACKEND wants auto, io_uring or portable, got "uring"`) {
+		t.Errorf("FAIO_BACKEND=uring: %v", err)
+	}
+	if o, err := ParseArgs([]string{"-backend", "portable"}, io.Discard); err != nil || o.Backend != faio.BackendPortable {
+		t.Errorf("FAIO_BACKEND=uring -backend portable: %v, %v", o.Backend, err)
 	}
 }
 
@@ -161,6 +192,11 @@ func TestMainUsageErrors(t *testing.T) {
 	var out, errOut strings.Builder
 	if code := Main([]string{"-impl", "rust"}, &out, &errOut); code != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "-impl") {
 		t.Errorf("bad flag: code %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	errOut.Reset()
+	if code := Main([]string{"-backend", "uring"}, &out, &errOut); code != 2 || out.Len() != 0 ||
+		!strings.Contains(errOut.String(), `-backend wants auto, io_uring or portable, got "uring"`) {
+		t.Errorf("bad -backend: code %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 	errOut.Reset()
 	if code := Main([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "Usage: faio-bench") {

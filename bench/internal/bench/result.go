@@ -37,6 +37,9 @@ type Result struct {
 	// GOMAXPROCS while the run ran: the worker count for goroutines, the
 	// process default for faio (whose worker count is Workers).
 	GOMAXPROCS int `json:"gomaxprocs"`
+	// faio (W9: faio-native, faio-adapter): the backend its runtime ran
+	// on, "io_uring" or "portable" (-backend); absent for goroutines.
+	Backend string `json:"backend,omitempty"`
 	// faio: task resumptions and successful steals of each worker, in
 	// worker order, so the balance of the run is visible.
 	Polls  []uint64 `json:"polls,omitempty"`
@@ -58,6 +61,7 @@ func NewResult(w *Workload, impl Impl, workers int, m Measurement) Result {
 		Client:     m.Client,
 		Threads:    m.Threads,
 		GOMAXPROCS: m.GOMAXPROCS,
+		Backend:    m.Backend,
 		Polls:      m.Polls,
 		Steals:     m.Steals,
 	}

@@ -50,8 +50,8 @@ func TestJSONLineFieldOrder(t *testing.T) {
 		{w7, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond, GOMAXPROCS: 2},
 			[]string{"p50_us", "p99_us", "max_us", "gomaxprocs"}},
 		{w9, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond,
-			Client: "wrk", RSSMiB: 15.8, GOMAXPROCS: 2, Polls: []uint64{1, 2}, Steals: []uint64{0, 1}},
-			[]string{"p50_us", "p99_us", "max_us", "client", "rss_mib", "gomaxprocs", "polls", "steals"}},
+			Client: "wrk", RSSMiB: 15.8, GOMAXPROCS: 2, Backend: "portable", Polls: []uint64{1, 2}, Steals: []uint64{0, 1}},
+			[]string{"p50_us", "p99_us", "max_us", "client", "rss_mib", "gomaxprocs", "backend", "polls", "steals"}},
 	} {
 		line := NewResult(tc.w, Faio, 2, tc.m).JSONLine()
 		got := fmt.Sprint(jsonKeys(t, line))

@@ -122,6 +122,9 @@ func checkResult(t *testing.T, w *Workload, impl Impl, workers int, r Result, s 
 	if (w.ID == "W6d") != (r.Threads > 0 && r.IOWQThreads != nil) {
 		t.Errorf("%s: threads %d, io-wq %v", key, r.Threads, r.IOWQThreads)
 	}
+	if onFaio := w.side(impl) == Faio; onFaio && r.Backend != "io_uring" && r.Backend != "portable" || !onFaio && r.Backend != "" {
+		t.Errorf("%s: backend %q", key, r.Backend)
+	}
 }
 
 // W6d in the process itself, as a child runs it.

@@ -143,6 +143,9 @@ func (r *Runner) runOne(env Env, o Outcome, desc string) Outcome {
 	if m.GOMAXPROCS == 0 {
 		m.GOMAXPROCS = procs
 	}
+	if st := env.faioStats; st != nil && m.Backend == "" && o.Workload.side(o.Impl) == Faio {
+		m.Backend = st.Backend.String()
+	}
 	if st := env.faioStats; st != nil && m.Polls == nil {
 		for _, w := range st.PerWorker {
 			m.Polls = append(m.Polls, w.Polls)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -11,9 +12,12 @@ import (
 // lateness or thread figures the targets involve, and the target of
 // WORKLOADS.md with whether faio meets it. Targets are judged only on rows
 // with targetWorkers workers (the number of CPUs), as WORKLOADS.md states
-// them; failed and skipped runs say so in their cells.
+// them; failed and skipped runs say so in their cells. When the faio runs
+// report their backend, a line before the table names it, and a row whose
+// faio run was on the portable backend is judged against the portable
+// target (PortableTarget, none for W9 and W10).
 func RenderTable(outcomes []Outcome, targetWorkers int) string {
-	return renderRows(outcomes, targetWorkers, true)
+	return backendNote(outcomes) + renderRows(outcomes, targetWorkers, true)
 }
 
 // NotJudged is what the met column of an unjudged table says on every row
@@ -28,7 +32,43 @@ const NotJudged = "not judged"
 // line: "Quick run (-quick: a tenth of the sizes)".
 func RenderUnjudgedTable(outcomes []Outcome, why string) string {
 	note := fmt.Sprintf("%s: figures not judged against the targets of bench/WORKLOADS.md.\n\n", why)
-	return note + renderRows(outcomes, 0, false)
+	return note + backendNote(outcomes) + renderRows(outcomes, 0, false)
+}
+
+// backendNote is the line that names the backend the faio runs (the faio
+// column, and W9's faio-native and faio-adapter) ran on, followed by a
+// blank line; "" if no faio run reported one.
+func backendNote(outcomes []Outcome) string {
+	var backends []string
+	for _, o := range outcomes {
+		if o.Result != nil && o.Result.Backend != "" && !slices.Contains(backends, o.Result.Backend) {
+			backends = append(backends, o.Result.Backend)
+		}
+	}
+	if len(backends) == 0 {
+		return ""
+	}
+	slices.Sort(backends)
+	return fmt.Sprintf("faio backend: %s (the faio column and W9's faio-native and faio-adapter ran on it).\n\n", strings.Join(backends, " and "))
+}
+
+// rowBackend is the backend of a row's faio run: its own if it reported
+// one, else that of the table's other faio runs if they agree.
+func rowBackend(f Outcome, outcomes []Outcome) string {
+	if f.Result != nil && f.Result.Backend != "" {
+		return f.Result.Backend
+	}
+	seen := ""
+	for _, o := range outcomes {
+		if o.Result == nil || o.Result.Backend == "" {
+			continue
+		}
+		if seen != "" && seen != o.Result.Backend {
+			return ""
+		}
+		seen = o.Result.Backend
+	}
+	return seen
 }
 
 // renderRows writes the table; judge false leaves every target unjudged.
@@ -63,8 +103,13 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 		g, gok := r.byImpl[r.w.primary(Goroutines)]
 		ratio, target, met := "—", "—", "—"
 		judged := judge && r.workers == targetWorkers
+		backend := rowBackend(f, outcomes)
+		goal, hasGoal := r.w.TargetOn(backend)
+		if judged && !hasGoal {
+			target, judged = "none on "+backend, false
+		}
 		if judged {
-			target = r.w.Target.String()
+			target = goal.String()
 		}
 		if !judge {
 			met = NotJudged
@@ -72,7 +117,7 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 		if fok && gok && f.Result != nil && g.Result != nil {
 			ratio = fmt.Sprintf("%.2f", Ratio(*f.Result, *g.Result))
 			if judged {
-				ok, misses := r.w.Target.Check(*f.Result, *g.Result)
+				ok, misses := goal.Check(*f.Result, *g.Result)
 				met = "yes"
 				if !ok {
 					met = "no: " + strings.Join(misses, "; ")

@@ -120,6 +120,17 @@ func TestWorkloadTargets(t *testing.T) {
 		if got := w.Target.String(); got != want[w.Label()] {
 			t.Errorf("%s: target %q, want %q", w.Label(), got, want[w.Label()])
 		}
+		for _, backend := range []string{"", "io_uring"} {
+			if got, ok := w.TargetOn(backend); !ok || got != w.Target {
+				t.Errorf("%s on %q: target %v %v, want %v", w.Label(), backend, got, ok, w.Target)
+			}
+		}
+		// On the portable backend: within 1.5x on W1 ... W8, nothing
+		// on W9 and W10.
+		got, ok := w.TargetOn("portable")
+		if wantOK := w.ID != "W9" && w.ID != "W10"; ok != wantOK || ok && got.String() != "≤ 1.5" {
+			t.Errorf("%s on portable: target %v %v", w.Label(), got, ok)
+		}
 	}
 }
 
@@ -180,6 +191,65 @@ func judgeableOutcomes(t *testing.T) []Outcome {
 		{Workload: w8, Impl: Faio, Workers: 2, Err: errors.New("yields done is 9 | want 10")},
 		outcome(t, "W8", Goroutines, 2, ns(100)),
 	}
+}
+
+func onBackend(m Measurement, backend string) Measurement {
+	m.Backend = backend
+	return m
+}
+
+// On the portable backend, W1 ... W8 are judged against PortableTarget
+// (the ratio alone), W9 and W10 against nothing; a line before the table
+// names the backend, and a failed faio run's row takes the others'.
+func TestRenderTablePortable(t *testing.T) {
+	p := func(m Measurement) Measurement { return onBackend(m, "portable") }
+	w8, _ := LookupWorkload("W8")
+	outcomes := []Outcome{
+		outcome(t, "W1", Faio, 2, p(ns(700))),
+		outcome(t, "W1", Goroutines, 2, ns(500)),
+		outcome(t, "W5", Faio, 2, p(withP99(ns(1000), 2*time.Millisecond))),
+		outcome(t, "W5", Goroutines, 2, withP99(ns(1000), 30*time.Millisecond)),
+		outcome(t, "W6d", Faio, 2, p(withThreads(ns(1600), 22))),
+		outcome(t, "W6d", Goroutines, 2, withThreads(ns(1000), 70)),
+		{Workload: w8, Impl: Faio, Workers: 2, Err: errors.New("yields done is 9")},
+		outcome(t, "W8", Goroutines, 2, ns(100)),
+		outcome(t, "W10", Faio, 2, p(withP99(ns(3000), 5*time.Millisecond))),
+		outcome(t, "W10", Goroutines, 2, withP99(ns(1000), time.Millisecond)),
+	}
+	got := RenderTable(outcomes, 2)
+	want := strings.Join([]string{
+		"faio backend: portable (the faio column and W9's faio-native and faio-adapter ran on it).",
+		"",
+		"| workload | workers | faio ns/op | goroutines ns/op | faio/goroutines | details | target | met |",
+		"|---|---:|---:|---:|---:|---|---|---|",
+		"| W1-spawn | 2 | 700.0 | 500.0 | 1.40 |  | ≤ 1.5 | yes |",
+		"| W5-timers | 2 | 1000.0 | 1000.0 | 1.00 | faio p99 2.00ms; goroutines p99 30.00ms | ≤ 1.5 | yes |",
+		"| W6d-file-read-direct | 2 | 1600.0 | 1000.0 | 1.60 | faio 22 threads; goroutines 70 threads | ≤ 1.5 | no: ratio 1.60 > 1.5 |",
+		"| W8-yield | 2 | FAILED | 100.0 | — | faio FAILED: yields done is 9 | ≤ 1.5 | FAILED |",
+		"| W10-goroutine-caller | 2 | 3000.0 | 1000.0 | 3.00 | faio p99 5.00ms; goroutines p99 1.00ms | none on portable | — |",
+		"",
+	}, "\n")
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	// The same runs on io_uring are judged against the usual targets.
+	for i := range outcomes {
+		if r := outcomes[i].Result; r != nil && r.Backend != "" {
+			r.Backend = "io_uring"
+		}
+	}
+	got = RenderTable(outcomes, 2)
+	for _, s := range []string{"faio backend: io_uring (", "| ≤ 0.5 | no: ratio 1.40 > 0.5 |", "| ≤ 1.5, p99 ≤ 1ms | no: ratio 3.00 > 1.5; p99 5.00ms > 1ms |"} {
+		if !strings.Contains(got, s) {
+			t.Errorf("io_uring table lacks %q:\n%s", s, got)
+		}
+	}
+	// An unjudged table names the backend too, after its first line.
+	got = RenderUnjudgedTable(outcomes, "Quick run (-quick: a tenth of the sizes)")
+	if lines := strings.Split(got, "\n"); len(lines) < 3 || !strings.HasPrefix(lines[2], "faio backend: io_uring (") {
+		t.Errorf("unjudged table:\n%s", got)
+	}
+	checkNotJudged(t, got)
 }
 
 func TestRenderUnjudgedTable(t *testing.T) {

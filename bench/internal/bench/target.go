@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/faio-go/faio"
 )
 
 // Target is a goal of WORKLOADS.md for faio against goroutines in the same
@@ -19,6 +21,25 @@ type Target struct {
 	// MaxWake bounds faio's time from the deadline to the last wake-up
 	// (W5b: the run's secs); 0: no bound.
 	MaxWake time.Duration
+}
+
+// PortableTarget is the target of W1 ... W8 (W5b and W6d among them) when
+// faio runs on the portable backend (-backend portable, or auto without
+// io_uring): within 1.5 times the goroutines' ns/op. W9 and W10 have no
+// target there.
+var PortableTarget = Target{MaxRatio: 1.5}
+
+// TargetOn returns w's target for a faio run on backend, "io_uring" or
+// "portable" ("": not known, taken as io_uring), and false if w has none on
+// that backend.
+func (w *Workload) TargetOn(backend string) (Target, bool) {
+	if backend != faio.BackendPortable.String() {
+		return w.Target, true
+	}
+	if w.ID == "W9" || w.ID == "W10" {
+		return Target{}, false
+	}
+	return PortableTarget, true
 }
 
 // String writes the target as the table shows it: "≤ 0.77, p99 ≤ 2ms".

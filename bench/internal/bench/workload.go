@@ -48,6 +48,12 @@ type Env struct {
 	Workers int    // faio workers, or GOMAXPROCS of the goroutine side
 	Sizes   Sizes  // how much work
 	File    string // the W6/W6d data file
+	// Backend is the faio.Config.IOBackend of every faio runtime of the
+	// run, and the -backend of the child processes that start runtimes
+	// (the W6d runs) unless it is BackendAuto. FAIO_BACKEND, when set,
+	// overrides it, as it does for any faio runtime: Main sets the
+	// variable to -backend, so the two agree.
+	Backend faio.Backend
 	// InProcess is set in a child process started for an isolated
 	// workload (W6d): the workload runs here instead of starting another.
 	InProcess bool
@@ -79,6 +85,10 @@ type Measurement struct {
 	IOWQThreads   int     // io_uring io-wq workers among them
 	RSSMiB        float64 // peak RSS measured by a child process; 0: measure here
 	GOMAXPROCS    int     // GOMAXPROCS of the process that ran it; 0: this one
+	// Backend is the backend the faio runtime ran on, "io_uring" or
+	// "portable" (Stats().Backend); "" on the goroutine side, and for a
+	// faio run in this process, where the runner fills it in.
+	Backend string
 	// Polls and Steals per faio worker (nil for goroutines): how evenly
 	// the work spread.
 	Polls, Steals []uint64
