@@ -53,6 +53,16 @@ type directOp interface {
 // pool while the task suspends. A ctx that has ended runs nothing.
 func submit(ctx context.Context, rt *runtime.Runtime, op directOp) (runtime.Result, error) {
 	if runtime.OnTask() {
+		if n, ok := op.(nowaitOp); ok {
+			if err := ctx.Err(); err != nil {
+				return runtime.Result{}, err
+			}
+			if res, done := n.nowait(); done {
+				// Completed without suspending: charge the task's
+				// cooperative budget, as every such faio operation does.
+				return res, runtime.Consume(ctx)
+			}
+		}
 		res, err := runtime.SubmitOn(ctx, rt, op)
 		if err != runtime.ErrNoRing {
 			return res, err
@@ -89,6 +99,34 @@ func blocking(ctx context.Context, fn func() runtime.Result) (runtime.Result, er
 		<-blockingSlots
 	})
 	return res, err
+}
+
+// nowaitOp is an operation a task first tries inline, on its worker, in a
+// form that never blocks: a read of data the page cache holds costs a
+// system call instead of a ring submission and two coroutine switches.
+// nowait reports false (the kernel said EAGAIN: the data is not cached)
+// when the operation must go to the ring after all.
+type nowaitOp interface {
+	nowait() (runtime.Result, bool)
+}
+
+// nowait reads with preadv2(RWF_NOWAIT), which returns EAGAIN instead of
+// waiting for the disk (Linux 4.14); only reads try it.
+func (o *fdOp) nowait() (runtime.Result, bool) {
+	if o.opcode != uring.OpRead || !o.cached || len(o.buf) == 0 {
+		return runtime.Result{}, false
+	}
+	iov := unix.Iovec{Base: &o.buf[0]}
+	iov.SetLen(len(capRW(o.buf)))
+	off := int64(o.off) // CurrentPos is -1: preadv2's "the file position"
+	r, _, errno := unix.Syscall6(unix.SYS_PREADV2, uintptr(o.fd), uintptr(unsafe.Pointer(&iov)), 1,
+		uintptr(off), uintptr(uint64(off)>>32), unix.RWF_NOWAIT)
+	if errno != 0 {
+		// EAGAIN: not cached; EOPNOTSUPP: a file without nowait reads.
+		// Either way the ring does it, and reports any other error.
+		return runtime.Result{}, false
+	}
+	return runtime.Result{Res: int32(r)}, true
 }
 
 // maxRW caps one system call's transfer, as package os does, so that the
@@ -157,6 +195,11 @@ func (o *fdOp) direct() runtime.Result {
 		return syscall6(unix.SYS_FSYNC, fd, 0, 0, 0, 0, 0)
 	case uring.OpShutdown:
 		return syscall6(unix.SYS_SHUTDOWN, fd, uintptr(o.flags), 0, 0, 0, 0)
+	case uring.OpClose:
+		// Not retried on EINTR: the descriptor is gone whatever close
+		// says (Linux), and a retry could close a reused number.
+		r, _, errno := unix.Syscall(unix.SYS_CLOSE, fd, 0, 0)
+		return sysResult(r, errno)
 	}
 	panic("faio/aio: no direct form of " + o.opcode.String())
 }

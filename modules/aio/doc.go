@@ -21,8 +21,13 @@
 // tasks and goroutines alike. In a task an operation suspends the task. In
 // a plain goroutine it costs what package os or net would: a file
 // operation is the system call itself, and a socket operation waits in Go's
-// netpoller (the socket is registered there on its first such wait). A
-// goroutine's Dial and a Close that must wait still go through a task.
+// netpoller (the socket is registered there on its first such wait).
+//
+// A task's read of a regular file (not O_DIRECT) first tries the page
+// cache inline, with preadv2(RWF_NOWAIT): data the cache holds costs one
+// system call on the worker, and only a read that would wait for the disk
+// goes to the ring (the task's cooperative budget is charged as for any
+// operation that completes without suspending).
 //
 //	ctx := runtime.WithRuntime(context.Background(), rt) // in main, say
 //	data, err := aio.ReadFile(ctx, "config.json")

@@ -160,7 +160,7 @@ func (g *fdGuard) destroy(ctx context.Context) {
 	}
 	op := closeOps.Get().(*fdOp)
 	op.opcode, op.fd = opClose, g.fd
-	res, serr := runtime.SubmitOn(context.WithoutCancel(ctx), g.rt, op)
+	res, serr := submit(context.WithoutCancel(ctx), g.rt, op)
 	closeOps.Put(op)
 	if serr != nil {
 		g.closed(unix.Close(g.fd))

@@ -26,7 +26,11 @@ import (
 type File struct {
 	guard fdGuard
 	name  string
-	pos   opLock // held by the operations that use the file position
+	// cachedReads: reads first try the page cache inline (fdOp.nowait);
+	// not with O_DIRECT, whose reads always go to the device and would
+	// hold the worker until it answered.
+	cachedReads bool
+	pos         opLock // held by the operations that use the file position
 	// Used only under pos, so position I/O allocates nothing.
 	posOp fdOp
 	vec   vecOp
@@ -68,7 +72,7 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 	if err = fileErr(res, err); err != nil {
 		return nil, pathError("open", name, err)
 	}
-	f := &File{name: name}
+	f := &File{name: name, cachedReads: flag&unix.O_DIRECT == 0}
 	f.guard.init(rt, int(res.Res), false)
 	return f, nil
 }
@@ -176,6 +180,7 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 	var err error
 	for len(b) > 0 {
 		op.opcode, op.fd, op.buf, op.off = opcode, f.guard.fd, b, uint64(off)
+		op.cached = f.cachedReads
 		res, serr := submit(ctx, f.guard.rt, op)
 		if err = fileErr(res, serr); err != nil {
 			break
@@ -208,6 +213,7 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 	}
 	op := &f.posOp
 	op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.guard.fd, b, uring.CurrentPos
+	op.cached = f.cachedReads
 	res, serr := submit(ctx, f.guard.rt, op)
 	op.buf = nil
 	f.unlockPos(ctx)

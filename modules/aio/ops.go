@@ -25,6 +25,7 @@ type fdOp struct {
 	buf    []byte
 	off    uint64
 	flags  int
+	cached bool // a read a task may first try in the page cache (nowait)
 }
 
 // Prep fills sqe for o.opcode.
