@@ -173,7 +173,8 @@ var portablePackages = []string{".", "./modules/runtime", "./modules/sync", "./m
 // testPortable runs the task and I/O tests on the portable backend twice:
 // chosen by FAIO_BACKEND=portable, and chosen by BackendAuto under a
 // seccomp filter that refuses io_uring as Docker's default profile does
-// (tools/noiouring), where TestBackendChosen checks that Auto fell back.
+// (tools/noiouring), where the runtime's TestBackendChosen checks that
+// Auto fell back.
 func testPortable() error {
 	args := append([]string{"test", "-race", "-count=1", "-timeout=20m"}, portablePackages...)
 	if mg.Verbose() {
@@ -191,7 +192,7 @@ func testPortable() error {
 	if err := goCmd("build", "-o", launcher, "./tools/noiouring"); err != nil {
 		return err
 	}
-	args = append([]string{"--", "go", "test", "-count=1", "-timeout=20m"}, "./modules/runtime", "./modules/aio")
+	args = append([]string{"--", "go", "test", "-count=1", "-timeout=20m"}, portablePackages...)
 	fmt.Println("under a seccomp filter refusing io_uring:", strings.Join(args[1:], " "))
 	env := map[string]string{"FAIO_BACKEND": "", "FAIO_TEST_WANT_BACKEND": "portable"}
 	return sh.RunWithV(env, launcher, args...)
