@@ -60,7 +60,10 @@ func submit(ctx context.Context, rt *runtime.Runtime, op directOp) (runtime.Resu
 			if res, done := n.nowait(); done {
 				// Completed without suspending: charge the task's
 				// cooperative budget, as every such faio operation does.
-				return res, runtime.Consume(ctx)
+				// The read happened: its result stands even if ctx
+				// ends meanwhile, as Submit's does.
+				_ = runtime.Consume(ctx)
+				return res, nil
 			}
 		}
 		res, err := runtime.SubmitOn(ctx, rt, op)
@@ -83,21 +86,31 @@ const maxBlocking = 64
 
 var blockingSlots = make(chan struct{}, maxBlocking)
 
-// blocking runs fn, a system call that may block its thread, on a
-// goroutine of the blocking pool while the calling task suspends. The wait
-// ignores cancellation: fn uses the caller's buffer until it returns, and
-// a file system call cannot be interrupted (on io_uring a file operation
-// cannot be cancelled once started either).
+// blocking runs fn, a system call on a regular file that may block its
+// thread, on a goroutine of the blocking pool while the calling task
+// suspends. Cancellation ends the wait for a slot, but not fn once it
+// runs: fn uses the caller's buffer until it returns, and a disk read or
+// write cannot be interrupted (pollable files, such as pipes and
+// terminals, wait in the netpoller instead: see File).
 func blocking(ctx context.Context, fn func() runtime.Result) (runtime.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.Result{}, err
 	}
 	var res runtime.Result
+	started := false
 	err := offload(context.WithoutCancel(ctx), func() {
-		blockingSlots <- struct{}{}
+		select {
+		case blockingSlots <- struct{}{}:
+		case <-ctx.Done():
+			return // nothing ran: the wait for a slot is cancellable
+		}
+		started = true
 		res = fn()
 		<-blockingSlots
 	})
+	if err == nil && !started {
+		err = ctx.Err()
+	}
 	return res, err
 }
 
@@ -148,29 +161,33 @@ func sysResult(r uintptr, errno syscall.Errno) runtime.Result {
 	return runtime.Result{Res: int32(r)}
 }
 
-// syscall6 makes a blocking-aware system call, retrying on EINTR.
-func syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) runtime.Result {
+// sys makes a blocking-aware system call, retrying on EINTR. call makes
+// it with unix.Syscall6 and converts its pointer arguments to uintptr in
+// that call's argument list, the one place where Go keeps the memory they
+// point to valid (and unmoved, should it be on a stack) until the call
+// returns; a wrapper that took uintptr arguments would not.
+func sys(call func() (uintptr, uintptr, syscall.Errno)) runtime.Result {
 	for {
-		r, _, errno := unix.Syscall6(trap, a1, a2, a3, a4, a5, a6)
+		r, _, errno := call()
 		if errno != unix.EINTR {
 			return sysResult(r, errno)
 		}
 	}
 }
 
-// bufArgs returns the address and length of b for a system call.
-func bufArgs(b []byte) (uintptr, uintptr) {
+// bufPtr returns the address of b's first byte, nil for an empty b.
+func bufPtr(b []byte) unsafe.Pointer {
 	if len(b) == 0 {
-		return 0, 0
+		return nil
 	}
-	return uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))
+	return unsafe.Pointer(&b[0])
 }
 
 func (o *fdOp) direct() runtime.Result {
 	fd := uintptr(o.fd)
 	switch o.opcode {
 	case uring.OpRead, uring.OpWrite:
-		p, n := bufArgs(capRW(o.buf))
+		b := capRW(o.buf)
 		trap := uintptr(unix.SYS_PREAD64)
 		if o.opcode == uring.OpWrite {
 			trap = unix.SYS_PWRITE64
@@ -181,20 +198,27 @@ func (o *fdOp) direct() runtime.Result {
 				trap = unix.SYS_WRITE
 			}
 		}
-		return syscall6(trap, fd, p, n, uintptr(o.off), 0, 0)
+		return sys(func() (uintptr, uintptr, syscall.Errno) {
+			return unix.Syscall6(trap, fd, uintptr(bufPtr(b)), uintptr(len(b)), uintptr(o.off), 0, 0)
+		})
 	case uring.OpRecv, uring.OpSend:
 		// MSG_WAITALL means nothing to a non-blocking socket; the
 		// callers loop for "all".
-		p, n := bufArgs(capRW(o.buf))
+		b := capRW(o.buf)
 		flags := uintptr(o.flags &^ unix.MSG_WAITALL)
+		trap := uintptr(unix.SYS_RECVFROM)
 		if o.opcode == uring.OpSend {
-			return syscall6(unix.SYS_SENDTO, fd, p, n, flags, 0, 0)
+			trap = unix.SYS_SENDTO
 		}
-		return syscall6(unix.SYS_RECVFROM, fd, p, n, flags, 0, 0)
+		return sys(func() (uintptr, uintptr, syscall.Errno) {
+			return unix.Syscall6(trap, fd, uintptr(bufPtr(b)), uintptr(len(b)), flags, 0, 0)
+		})
 	case uring.OpFsync: // flags 0: the only fsync File makes
-		return syscall6(unix.SYS_FSYNC, fd, 0, 0, 0, 0, 0)
+		return sys(func() (uintptr, uintptr, syscall.Errno) { return unix.Syscall(unix.SYS_FSYNC, fd, 0, 0) })
 	case uring.OpShutdown:
-		return syscall6(unix.SYS_SHUTDOWN, fd, uintptr(o.flags), 0, 0, 0, 0)
+		return sys(func() (uintptr, uintptr, syscall.Errno) {
+			return unix.Syscall(unix.SYS_SHUTDOWN, fd, uintptr(o.flags), 0)
+		})
 	case uring.OpClose:
 		// Not retried on EINTR: the descriptor is gone whatever close
 		// says (Linux), and a retry could close a reused number.
@@ -208,32 +232,41 @@ func (o *vecOp) direct() runtime.Result {
 	if len(o.iovs) == 0 {
 		return runtime.Result{}
 	}
-	p, n := uintptr(unsafe.Pointer(&o.iovs[0])), uintptr(len(o.iovs))
+	iovs, fd := o.iovs, uintptr(o.fd)
 	if o.off == uring.CurrentPos {
 		trap := uintptr(unix.SYS_READV)
 		if o.opcode == uring.OpWritev {
 			trap = unix.SYS_WRITEV
 		}
-		return syscall6(trap, uintptr(o.fd), p, n, 0, 0, 0)
+		return sys(func() (uintptr, uintptr, syscall.Errno) {
+			return unix.Syscall(trap, fd, uintptr(unsafe.Pointer(&iovs[0])), uintptr(len(iovs)))
+		})
 	}
 	trap := uintptr(unix.SYS_PREADV)
 	if o.opcode == uring.OpWritev {
 		trap = unix.SYS_PWRITEV
 	}
 	// preadv takes the offset as two longs, low and high half.
-	return syscall6(trap, uintptr(o.fd), p, n, uintptr(o.off), uintptr(o.off>>32), 0)
+	off := o.off
+	return sys(func() (uintptr, uintptr, syscall.Errno) {
+		return unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&iovs[0])), uintptr(len(iovs)), uintptr(off), uintptr(off>>32), 0)
+	})
 }
 
 // atFDCWD is AT_FDCWD (-100) as a system call argument.
 var atFDCWD = uintptr(unix.AT_FDCWD & (1<<64 - 1))
 
 func (o *openOp) direct() runtime.Result {
-	return syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(o.path)), uintptr(o.flags), uintptr(o.mode), 0, 0)
+	return sys(func() (uintptr, uintptr, syscall.Errno) {
+		return unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(o.path)), uintptr(o.flags), uintptr(o.mode), 0, 0)
+	})
 }
 
 func (o *statxOp) direct() runtime.Result {
-	return syscall6(unix.SYS_STATX, uintptr(o.fd), uintptr(unsafe.Pointer(&emptyPath[0])), unix.AT_EMPTY_PATH,
-		unix.STATX_BASIC_STATS, uintptr(unsafe.Pointer(&o.stx)), 0)
+	return sys(func() (uintptr, uintptr, syscall.Errno) {
+		return unix.Syscall6(unix.SYS_STATX, uintptr(o.fd), uintptr(unsafe.Pointer(&emptyPath[0])), unix.AT_EMPTY_PATH,
+			unix.STATX_BASIC_STATS, uintptr(unsafe.Pointer(&o.stx)), 0)
+	})
 }
 
 // direct accepts, or connects: on a non-blocking socket the first call
@@ -244,26 +277,31 @@ func (o *sockaddrOp) direct() runtime.Result {
 		return o.connect()
 	}
 	o.salen = unix.SizeofSockaddrAny
-	return syscall6(unix.SYS_ACCEPT4, uintptr(o.fd), uintptr(unsafe.Pointer(&o.sa)), uintptr(unsafe.Pointer(&o.salen)),
-		unix.SOCK_CLOEXEC, 0, 0)
+	return sys(func() (uintptr, uintptr, syscall.Errno) {
+		return unix.Syscall6(unix.SYS_ACCEPT4, uintptr(o.fd), uintptr(unsafe.Pointer(&o.sa)), uintptr(unsafe.Pointer(&o.salen)),
+			unix.SOCK_CLOEXEC, 0, 0)
+	})
 }
 
 func (o *sockaddrOp) connect() runtime.Result {
 	eagain := runtime.Result{Res: -int32(unix.EAGAIN)}
 	if !o.connecting {
-		r := syscall6(unix.SYS_CONNECT, uintptr(o.fd), uintptr(unsafe.Pointer(&o.sa)), uintptr(o.salen), 0, 0, 0)
-		if r.Res == -int32(unix.EINPROGRESS) {
+		// Not retried on EINTR: the connection goes on in the
+		// background, as after EINPROGRESS (a second connect would say
+		// EALREADY).
+		_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(o.fd), uintptr(unsafe.Pointer(&o.sa)), uintptr(o.salen))
+		if errno == unix.EINPROGRESS || errno == unix.EINTR {
 			o.connecting = true
 			return eagain
 		}
-		return r
+		return sysResult(0, errno)
 	}
 	soerr, err := unix.GetsockoptInt(o.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 	if err != nil {
 		return runtime.Result{Res: -int32(err.(syscall.Errno))}
 	}
 	switch errno := syscall.Errno(soerr); errno {
-	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+	case unix.EINPROGRESS, unix.EALREADY:
 		return eagain
 	case unix.EISCONN:
 		return runtime.Result{}
@@ -285,13 +323,19 @@ func (o *msgOp) direct() runtime.Result {
 	if o.opcode == uring.OpSendmsg {
 		trap = unix.SYS_SENDMSG
 	}
-	return syscall6(trap, uintptr(o.fd), uintptr(unsafe.Pointer(&o.msg)), uintptr(o.flags), 0, 0, 0)
+	return sys(func() (uintptr, uintptr, syscall.Errno) {
+		return unix.Syscall(trap, uintptr(o.fd), uintptr(unsafe.Pointer(&o.msg)), uintptr(o.flags))
+	})
 }
 
-// poller is a socket's registration with Go's netpoller.
+// poller is a descriptor's registration with Go's netpoller.
 type poller struct {
 	f  *os.File
 	rc syscall.RawConn
+	// pollable is false for a descriptor the netpoller refused (a
+	// character device without poll, such as /dev/null): its operations
+	// are then blocking system calls, as os does for it.
+	pollable bool
 }
 
 // poller returns the socket's netpoller registration, making it on first
@@ -308,12 +352,19 @@ func (g *fdGuard) poller() (*poller, error) {
 	if err := unix.SetNonblock(g.fd, true); err != nil {
 		return nil, os.NewSyscallError("setnonblock", err)
 	}
-	f := os.NewFile(uintptr(g.fd), "socket")
+	f := os.NewFile(uintptr(g.fd), "faio")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	p := &poller{f: f, rc: rc}
+	p := &poller{f: f, rc: rc, pollable: true}
+	if f.SetReadDeadline(time.Time{}) == os.ErrNoDeadline {
+		// Not registered: keep the descriptor blocking.
+		p.pollable = false
+		if err := unix.SetNonblock(g.fd, false); err != nil {
+			return nil, os.NewSyscallError("setnonblock", err)
+		}
+	}
 	g.poll.Store(p)
 	return p, nil
 }
@@ -342,16 +393,29 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 		return g.pollWait(ctx, op, write)
 	}
 	res, err := runtime.SubmitOn(ctx, g.rt, op)
+	if err == nil && res.Res == -int32(unix.EAGAIN) && g.poll.Load() != nil && !g.closing() {
+		// The ring said EAGAIN for a descriptor made non-blocking for
+		// the netpoller (older kernels, or files without nowait
+		// support, do not arm a poll then): wait in the netpoller.
+		err = runtime.ErrNoRing
+	}
 	if err != runtime.ErrNoRing {
 		return res, err
 	}
 	if err := ctx.Err(); err != nil {
 		return runtime.Result{}, err
 	}
-	if _, err := g.poller(); err != nil {
+	p, err := g.poller()
+	if err != nil {
 		return runtime.Result{}, err
 	}
+	if !p.pollable {
+		return blocking(ctx, op.direct)
+	}
 	if res = op.direct(); res.Res != -int32(unix.EAGAIN) || g.closing() {
+		// Done without waiting: charge the coop budget, as for any
+		// operation that completes without suspending.
+		_ = runtime.Consume(ctx)
 		return res, nil
 	}
 	// pollWait honours ctx itself and returns once the system call is
@@ -375,6 +439,9 @@ func (g *fdGuard) pollWait(ctx context.Context, op directOp, write bool) (runtim
 	p, err := g.poller()
 	if err != nil {
 		return runtime.Result{}, err
+	}
+	if !p.pollable {
+		return op.direct(), nil // blocks, as os does for such a device
 	}
 	// The netpoller forgets readiness seen before the wait starts
 	// (RawConn.Read resets it), so the first try is inside.

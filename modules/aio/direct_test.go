@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"io/fs"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -343,4 +345,127 @@ func TestStressCloseRacesGoroutineAndTaskIO(t *testing.T) {
 		t.Fatalf("%d descriptors before, %d after", before, after)
 	}
 	t.Logf("%d transfers, %d closes seen", dataSeen.Load(), closedSeen.Load())
+}
+
+// A task's cached read that completed is never undone by a cancellation
+// that comes right after it: every byte Read returns was read, and the
+// file position says so.
+func TestCachedReadSurvivesCancellation(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, bytes.Repeat([]byte("x"), 1<<16), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runTask(t, rt, func(ctx context.Context) error {
+		f, err := Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer f.Close(ctx)
+		rctx, cancel := context.WithCancel(ctx)
+		runtime.Spawn(ctx, func(context.Context) (int, error) { cancel(); return 0, nil })
+		total := 0
+		b := make([]byte, 1)
+		for {
+			n, err := f.Read(rctx, b)
+			total += n
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					return fmt.Errorf("Read: %v", err)
+				}
+				break
+			}
+		}
+		pos, err := f.Seek(ctx, 0, io.SeekCurrent)
+		if err != nil {
+			return err
+		}
+		if int64(total) != pos {
+			return fmt.Errorf("Read returned %d bytes in all, but the file position is %d", total, pos)
+		}
+		return nil
+	})
+}
+
+// A pipe waits for its peer forever, so its reads wait where ctx can end
+// them: from a goroutine (the netpoller), from a task on either backend,
+// and the runtime's Close does not hang behind one.
+func TestPipeReadEndsWithContext(t *testing.T) {
+	for _, backend := range []runtime.Backend{runtime.BackendAuto, runtime.BackendPortable} {
+		t.Run(backend.String(), func(t *testing.T) {
+			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+			fifo := filepath.Join(t.TempDir(), "fifo")
+			if err := unix.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// Opening a FIFO for reading waits for a writer: open both
+			// ends at once, read-write, as a test may.
+			gctx := goroutineCtx(rt)
+			f, err := OpenFile(gctx, fifo, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close(gctx)
+			read := func(ctx context.Context) error {
+				short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				_, err := f.Read(short, make([]byte, 8))
+				if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+					return fmt.Errorf("Read of an empty pipe with a 50 ms context = %v after %v", err, time.Since(start))
+				}
+				return nil
+			}
+			within(t, 10*time.Second, "pipe reads", func() {
+				if err := read(gctx); err != nil {
+					t.Errorf("goroutine: %v", err)
+				}
+				runTask(t, rt, read)
+				if _, err := f.Write(gctx, []byte("ok")); err != nil {
+					t.Error(err)
+				}
+				b := make([]byte, 8)
+				if n, err := f.Read(gctx, b); err != nil || string(b[:n]) != "ok" {
+					t.Errorf("Read after the cancelled ones = %q, %v", b[:n], err)
+				}
+			})
+			// A task blocked on the pipe when the runtime closes: Close
+			// cancels it and returns.
+			h := runtime.SpawnOn(rt, func(ctx context.Context) (int, error) { return f.Read(ctx, make([]byte, 8)) })
+			time.Sleep(20 * time.Millisecond)
+			within(t, 10*time.Second, "Close with a task reading a pipe", func() {
+				if err := rt.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			if _, err := h.Join(context.Background()); !errors.Is(err, context.Canceled) {
+				t.Errorf("the reading task ended with %v", err)
+			}
+		})
+	}
+}
+
+// On the portable backend a task whose socket is always ready still lets
+// the other tasks of its worker run: operations that complete without
+// suspending charge the cooperative budget.
+func TestPortableReadySocketYields(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: runtime.BackendPortable})
+	runTask(t, rt, func(ctx context.Context) error {
+		u, err := DialUDP(ctx, "udp", "127.0.0.1:9") // discard: sends never wait
+		if err != nil {
+			return err
+		}
+		defer u.Close(ctx)
+		var ran atomic.Bool
+		runtime.Spawn(ctx, func(context.Context) (int, error) { ran.Store(true); return 0, nil })
+		for i := range 10 * runtime.CoopBudget {
+			if ran.Load() {
+				return nil
+			}
+			if _, err := u.Write(ctx, []byte("x")); err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+				return fmt.Errorf("write %d: %v", i, err)
+			}
+		}
+		return fmt.Errorf("the other task did not run during %d ready writes", 10*runtime.CoopBudget)
+	})
 }

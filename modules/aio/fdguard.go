@@ -149,8 +149,9 @@ func (g *fdGuard) closeResult() (bool, error) {
 }
 
 // destroy closes the descriptor, and wakes Close: through its netpoller
-// File if it has one, else through the ring when a runtime can run it and
-// with close(2) otherwise (the runtime is closed, say).
+// File if it has one, else through the ring of the calling task, and with
+// close(2) otherwise (a plain goroutine, the portable backend, a closed
+// runtime).
 // Cancellation of ctx must not leave the descriptor open, so the close runs
 // without it.
 func (g *fdGuard) destroy(ctx context.Context) {
@@ -158,11 +159,17 @@ func (g *fdGuard) destroy(ctx context.Context) {
 		g.closed(err)
 		return
 	}
+	if !runtime.OnTask() {
+		g.closed(unix.Close(g.fd)) // a goroutine closes as os does
+		return
+	}
 	op := closeOps.Get().(*fdOp)
 	op.opcode, op.fd = opClose, g.fd
-	res, serr := submit(context.WithoutCancel(ctx), g.rt, op)
+	res, serr := runtime.SubmitOn(context.WithoutCancel(ctx), g.rt, op)
 	closeOps.Put(op)
 	if serr != nil {
+		// No ring (the portable backend, a closed runtime): close(2)
+		// here, which does not wait for a disk or a peer.
 		g.closed(unix.Close(g.fd))
 		return
 	}

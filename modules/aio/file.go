@@ -26,11 +26,16 @@ import (
 type File struct {
 	guard fdGuard
 	name  string
-	// cachedReads: reads first try the page cache inline (fdOp.nowait);
-	// not with O_DIRECT, whose reads always go to the device and would
-	// hold the worker until it answered.
+	// cachedReads: a regular file's reads first try the page cache
+	// inline (fdOp.nowait); not with O_DIRECT, whose reads always go to
+	// the device and would hold the worker until it answered.
 	cachedReads bool
-	pos         opLock // held by the operations that use the file position
+	// pollable: a pipe, socket or character device (a terminal) may wait
+	// forever, so outside a task's ring its reads and writes wait in the
+	// netpoller, where ctx can end them, as package os does; disk files
+	// never wait for a peer and use plain system calls.
+	pollable bool
+	pos      opLock // held by the operations that use the file position
 	// Used only under pos, so position I/O allocates nothing.
 	posOp fdOp
 	vec   vecOp
@@ -72,7 +77,16 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 	if err = fileErr(res, err); err != nil {
 		return nil, pathError("open", name, err)
 	}
-	f := &File{name: name, cachedReads: flag&unix.O_DIRECT == 0}
+	f := &File{name: name}
+	var st unix.Stat_t
+	if unix.Fstat(int(res.Res), &st) == nil {
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR:
+			f.pollable = true
+		case unix.S_IFREG:
+			f.cachedReads = flag&unix.O_DIRECT == 0
+		}
+	}
 	f.guard.init(rt, int(res.Res), false)
 	return f, nil
 }
@@ -181,7 +195,7 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 	for len(b) > 0 {
 		op.opcode, op.fd, op.buf, op.off = opcode, f.guard.fd, b, uint64(off)
 		op.cached = f.cachedReads
-		res, serr := submit(ctx, f.guard.rt, op)
+		res, serr := f.transfer(ctx, op, opcode == uring.OpWrite)
 		if err = fileErr(res, serr); err != nil {
 			break
 		}
@@ -202,6 +216,15 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 	return n, err
 }
 
+// transfer runs a read or write of the File (write: it waits for room,
+// not data) by the means that suits its kind (see pollable).
+func (f *File) transfer(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
+	if f.pollable {
+		return f.guard.submitPoll(ctx, op, write)
+	}
+	return submit(ctx, f.guard.rt, op)
+}
+
 // Read reads up to len(b) bytes at the file position and advances it, like
 // os.File.Read: at end of file it returns 0, io.EOF.
 func (f *File) Read(ctx context.Context, b []byte) (int, error) {
@@ -214,7 +237,7 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 	op := &f.posOp
 	op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.guard.fd, b, uring.CurrentPos
 	op.cached = f.cachedReads
-	res, serr := submit(ctx, f.guard.rt, op)
+	res, serr := f.transfer(ctx, op, false)
 	op.buf = nil
 	f.unlockPos(ctx)
 	if err := fileErr(res, serr); err != nil {
@@ -250,7 +273,7 @@ func (f *File) Readv(ctx context.Context, bufs [][]byte) (int, error) {
 		f.unlockPos(ctx)
 		return 0, nil
 	}
-	res, serr := submit(ctx, f.guard.rt, op)
+	res, serr := f.transfer(ctx, op, false)
 	op.clear()
 	f.unlockPos(ctx)
 	if err := fileErr(res, serr); err != nil {
@@ -277,7 +300,7 @@ func (f *File) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 		if op.setBufs(bufs, n) == 0 {
 			break
 		}
-		res, serr := submit(ctx, f.guard.rt, op)
+		res, serr := f.transfer(ctx, op, true)
 		if err = fileErr(res, serr); err != nil {
 			break
 		}

@@ -203,10 +203,9 @@ type Listener struct {
 	guard   fdGuard
 	network string
 	addr    net.Addr
-	// al makes the Accepts that wait in the netpoller (those of plain
-	// goroutines, and of tasks on the portable backend) take turns, as
-	// net.Listener's do: they share the File's read deadline. Tasks'
-	// Accepts run on their rings side by side.
+	// al makes Accepts take turns, as net.Listener's do: those that wait
+	// in the netpoller (plain goroutines', portable tasks') share the
+	// File's read deadline.
 	al opLock
 }
 
@@ -296,12 +295,12 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 // ctx.Err()); after Close, Accept fails with net.ErrClosed, and so does an
 // Accept in progress when Close is called.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
-	if !runtime.OnTask() || l.guard.rt.Backend() == runtime.BackendPortable {
-		if err := l.al.lock(ctx); err != nil {
-			return nil, netError("accept", l.network, nil, l.addr, err)
-		}
-		defer l.al.unlock()
+	// Accepts take turns, as net.Listener's do: those that wait in the
+	// netpoller share the File's read deadline.
+	if err := l.al.lock(ctx); err != nil {
+		return nil, netError("accept", l.network, nil, l.addr, err)
 	}
+	defer l.al.unlock()
 	if !l.guard.incref() {
 		return nil, netError("accept", l.network, nil, l.addr, net.ErrClosed)
 	}
