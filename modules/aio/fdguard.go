@@ -39,8 +39,9 @@ type fdGuard struct {
 	// need nothing, their operations always finish on their own.
 	socket bool
 
-	// poll is the socket's netpoller registration once a plain goroutine
-	// waited on it (direct.go); its os.File then owns the descriptor.
+	// poll is the descriptor's netpoller registration once an operation
+	// waited for it there (a plain goroutine's, or a portable-backend
+	// task's; direct.go); its os.File then owns the descriptor.
 	poll atomic.Pointer[poller]
 
 	mu       sync.Mutex    // guards the fields below and poll's creation

@@ -16,8 +16,10 @@ import (
 
 // Sockets are created blocking: io_uring tries each operation without
 // blocking first and otherwise waits on the socket with its internal poll,
-// for blocking and non-blocking sockets alike, so the flag buys nothing and
-// a blocking socket is what a program given the descriptor expects.
+// for blocking and non-blocking sockets alike. A socket becomes
+// non-blocking the first time an operation waits for it in Go's netpoller
+// (a plain goroutine's, or a task's on the portable backend; see
+// direct.go), and stays so.
 
 // ipNetwork is the resolver network ("ip", "ip4", "ip6") for a socket
 // network name ("tcp", "udp4", ...), or "" for an unknown one.
