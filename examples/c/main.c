@@ -61,14 +61,23 @@ static void fail(struct job *j, const char *what, int code)
     atomic_fetch_add(&j->errors, 1);
 }
 
+/* A chunk that failed still reaches the collector, with no counts, so the
+ * collector receives one item per chunk and the run ends. */
+static void chunk_failed(struct chunk *c, const char *what, int code)
+{
+    fail(c->job, what, code);
+    memset(&c->counts, 0, sizeof c->counts);
+    if (faio_chan_try_send(c->job->results, c) != 0)
+        free(c); /* cannot happen: one slot per chunk */
+}
+
 /* Runs with the letters mutex held: merge, unlock, hand the counts on. */
 static void letters_locked(void *arg, int status)
 {
     struct chunk *c = arg;
     struct job *j = c->job;
     if (status != 0) {
-        fail(j, "faio_mutex_lock", status);
-        free(c);
+        chunk_failed(c, "faio_mutex_lock", status);
         return;
     }
     for (int i = 0; i < 26; i++)
@@ -87,8 +96,7 @@ static void chunk_read(void *arg, int64_t result)
     struct chunk *c = arg;
     struct job *j = c->job;
     if (result < 0) {
-        fail(j, "faio_read", (int)result);
-        free(c);
+        chunk_failed(c, "faio_read", (int)result);
         return;
     }
     const unsigned char *data = c->buf;
@@ -113,10 +121,8 @@ static void chunk_read(void *arg, int64_t result)
             c->letters[tolower(ch) - 'a']++;
     }
     int rc = faio_mutex_lock(j->letters_mu, letters_locked, c);
-    if (rc != 0) {
-        fail(j, "faio_mutex_lock", rc);
-        free(c);
-    }
+    if (rc != 0)
+        chunk_failed(c, "faio_mutex_lock", rc);
 }
 
 /* A chunk task: starts the read of its chunk. */
@@ -126,10 +132,8 @@ static void chunk_task(void *arg)
     int64_t from = c->offset > 0 ? c->offset - 1 : 0;
     size_t len = c->offset > 0 ? CHUNK + 1 : CHUNK;
     int rc = faio_read(c->job->rt, c->job->fd, c->buf, len, from, chunk_read, c);
-    if (rc != 0) {
-        fail(c->job, "faio_read", rc);
-        free(c);
-    }
+    if (rc != 0)
+        chunk_failed(c, "faio_read", rc);
 }
 
 /* The collector: receives one result per chunk, then stops. */

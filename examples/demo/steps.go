@@ -156,7 +156,7 @@ func echo(rt *faio.Runtime) (string, error) {
 		return "", err
 	}
 	n := clients * trips
-	return fmt.Sprintf("%d clients x %d round trips of %d B through one io_uring echo server in %v (%.1f us/round trip), every byte checked",
+	return fmt.Sprintf("%d clients x %d round trips of %d B through one faio echo server in %v (%.1f us/round trip), every byte checked",
 		clients, trips, size, el.Round(time.Millisecond), float64(el.Microseconds())/float64(n)), nil
 }
 
