@@ -1,5 +1,5 @@
 // Command faio-bench runs the workloads of faio-go's bench/WORKLOADS.md (W1
-// ... W10, W5b, W6d) with faio and with plain goroutines and the standard
+// ... W10, W5b, W6d, W7c) with faio and with plain goroutines and the standard
 // library (W9: four HTTP servers, fasthttp among them), side by side in one
 // run, and prints a JSON line per configuration and a Markdown table of the
 // ratios against the targets (judged at the full sizes only; a -quick table

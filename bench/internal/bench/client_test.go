@@ -48,13 +48,40 @@ func serveEcho(t *testing.T, mangle func(b []byte)) string {
 func TestRunClient(t *testing.T) {
 	s := tinySizes()
 	addr := serveEcho(t, func([]byte) {})
-	r, err := RunClient(context.Background(), addr, s)
+	r, err := RunClient(context.Background(), addr, s, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Conns != s.Conns || r.Trips != s.Trips || r.RoundTrips != int64(s.Conns*s.Trips) || r.Nanos <= 0 ||
 		r.P50Nanos <= 0 || r.P50Nanos > r.P99Nanos || r.P99Nanos > r.MaxNanos {
 		t.Errorf("report %+v", r)
+	}
+}
+
+// ready is called before the first timed round trip and done after the
+// last; an error from ready ends the client before the timed part.
+func TestRunClientReadyDone(t *testing.T) {
+	s := tinySizes()
+	var trips sync.Mutex
+	echoed := 0
+	addr := serveEcho(t, func([]byte) { trips.Lock(); echoed++; trips.Unlock() })
+	var atReady, atDone int
+	count := func() int { trips.Lock(); defer trips.Unlock(); return echoed }
+	r, err := RunClient(context.Background(), addr, s,
+		func() error { atReady = count(); return nil },
+		func() error { atDone = count(); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if atReady != s.Conns || atDone != s.Conns+int(r.RoundTrips) {
+		t.Errorf("echoes at ready %d, at done %d; want %d and %d", atReady, atDone, s.Conns, s.Conns+int(r.RoundTrips))
+	}
+	stop := errors.New("no go")
+	if _, err := RunClient(context.Background(), addr, s, func() error { return stop }, nil); !errors.Is(err, stop) {
+		t.Errorf("ready failing: %v", err)
+	}
+	if _, err := RunClient(context.Background(), addr, s, nil, func() error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("done failing: %v", err)
 	}
 }
 
@@ -69,18 +96,18 @@ func TestRunClientCatchesBadEcho(t *testing.T) {
 			b[40] ^= 1
 		}
 	})
-	if _, err := RunClient(context.Background(), addr, tinySizes()); !errors.Is(err, ErrValidation) {
+	if _, err := RunClient(context.Background(), addr, tinySizes(), nil, nil); !errors.Is(err, ErrValidation) {
 		t.Errorf("error %v, want ErrValidation", err)
 	}
 }
 
 func TestRunClientRefusesOtherHosts(t *testing.T) {
 	for _, addr := range []string{"192.0.2.1:7", "example.com:7", "[2001:db8::1]:7"} {
-		if _, err := RunClient(context.Background(), addr, tinySizes()); !errors.Is(err, ErrNotLoopback) {
+		if _, err := RunClient(context.Background(), addr, tinySizes(), nil, nil); !errors.Is(err, ErrNotLoopback) {
 			t.Errorf("%s: %v, want ErrNotLoopback", addr, err)
 		}
 	}
-	if _, err := RunClient(context.Background(), "no port", tinySizes()); err == nil {
+	if _, err := RunClient(context.Background(), "no port", tinySizes(), nil, nil); err == nil {
 		t.Error("address without a port accepted")
 	}
 }
@@ -94,7 +121,7 @@ func TestRunClientCancel(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := RunClient(ctx, l.Addr().String(), tinySizes()); err == nil {
+	if _, err := RunClient(ctx, l.Addr().String(), tinySizes(), nil, nil); err == nil {
 		t.Error("client against a mute server succeeded")
 	}
 }

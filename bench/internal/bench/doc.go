@@ -1,5 +1,5 @@
 // Package bench runs the workloads of faio-go's benchmark suite (W1 ... W10,
-// W5b and W6d, specified in bench/WORKLOADS.md) twice in one process, once on
+// W5b, W6d and W7c, specified in bench/WORKLOADS.md) twice in one process, once on
 // faio and once on plain goroutines with the standard library, and reports
 // both side by side: the ratio of the two, taken in the same run on the
 // same machine, is the number to read. W9, an HTTP/1.1 server, has four
@@ -29,9 +29,10 @@
 // # Processes
 //
 // Three workloads run partly in other processes of the same program,
-// started by SelfCommand with internal flags. The W7 echo client
+// started by SelfCommand with internal flags. The W7 and W7c echo client
 // (-client, RunClient) is a separate process for both servers, so the load
-// never shares a scheduler with the server it measures; so is W9's own
+// never shares a scheduler with the server it measures, and this process's
+// CPU time during the client's timed part is the server's; so is W9's own
 // HTTP client (-http-load, RunHTTPClient), or wrk when it is installed
 // (runWrk, parseWrk). W6d (-child) runs
 // each configuration in a fresh process, because its result includes the

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,11 +133,27 @@ func findWrk(choice string, quick bool) (string, error) {
 	return path, nil
 }
 
-// clientMain runs the W7 client and prints its report.
+// clientMain runs the W7 client and prints its report. Around the timed
+// part it does the handshake of clientProcess on stdout and os.Stdin: it
+// prints clientReady and waits for a line (or the end of stdin), and prints
+// clientDone when the timed part is over.
 func clientMain(o Options, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
-	report, err := RunClient(ctx, o.Client, o.Sizes)
+	ready := func() error {
+		if _, err := fmt.Fprintln(stdout, clientReady); err != nil {
+			return err
+		}
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil && err != io.EOF {
+			return fmt.Errorf("bench: waiting for %q: %w", clientGo, err)
+		}
+		return nil
+	}
+	done := func() error {
+		_, err := fmt.Fprintln(stdout, clientDone)
+		return err
+	}
+	report, err := RunClient(ctx, o.Client, o.Sizes, ready, done)
 	if err != nil {
 		fmt.Fprintf(stderr, "faio-bench client: %v\n", err)
 		return 1

@@ -52,6 +52,8 @@ func tinySizes() Sizes {
 		Conns:            4,
 		Trips:            50,
 		MsgSize:          64,
+		ManyConns:        12,
+		ManyTrips:        20,
 		YieldTasks:       10,
 		Yields:           100,
 		HTTPConns:        4,

@@ -32,7 +32,7 @@ type Options struct {
 	Backend faio.Backend
 
 	// Internal flags, for the processes the program starts of itself.
-	Client   string // -client ADDR: be the W7 client of the server at ADDR
+	Client   string // -client ADDR: be the W7 (W7c) client of the server at ADDR
 	HTTPLoad string // -http-load ADDR: be the W9 client (of workload -w) of the server at ADDR
 	Child    bool   // -child: run the selected configurations here, JSON only
 }
@@ -65,7 +65,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	fs := flag.NewFlagSet("faio-bench", flag.ContinueOnError)
 	fs.SetOutput(output)
 	var (
-		wFlag       = fs.String("w", "all", "comma-separated workloads to run (W1 ... W10, W5b, W6d, or their labels or names)")
+		wFlag       = fs.String("w", "all", "comma-separated workloads to run (W1 ... W10, W5b, W6d, W7c, or their labels or names)")
 		workersFlag = fs.String("workers", "", "comma-separated worker counts (default: the number of CPUs, and also 1 for W1, W3, W8)")
 		implFlag    = fs.String("impl", "both", "implementation to run: faio, goroutines or both (W9: faio-native and faio-adapter, net/http and fasthttp)")
 		sizesFlag   = fs.String("sizes", "", "internal: the sizes as JSON, for child processes")
@@ -76,7 +76,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
 	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")
 	fs.StringVar(&o.HTTPClient, "http-client", HTTPClientAuto, "W9 load generator: auto (wrk if on PATH, the own client with -quick), wrk or own")
-	fs.StringVar(&o.Client, "client", "", "internal: run as the W7 client of the echo server at this address")
+	fs.StringVar(&o.Client, "client", "", "internal: run as the W7 (or W7c) client of the echo server at this address")
 	fs.StringVar(&o.HTTPLoad, "http-load", "", "internal: run as the W9 client (of the one workload -w) of the HTTP server at this address")
 	fs.BoolVar(&o.Child, "child", false, "internal: run the selected configurations in this process and print JSON only")
 	fs.Usage = func() {
@@ -138,7 +138,7 @@ func parseWorkloads(list string) ([]*Workload, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("%w: unknown workload %q (want W1 ... W10, W5b, W6d or all)", ErrUsage, name)
+			return nil, fmt.Errorf("%w: unknown workload %q (want W1 ... W10, W5b, W6d, W7c or all)", ErrUsage, name)
 		}
 	}
 	var ws []*Workload

@@ -28,7 +28,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W5b,W6,W6d,W7,W8,W9,W9,W10" {
+	if got := ids(o.Workloads); got != "W1,W2,W3,W4,W5,W5b,W6,W6d,W7,W7c,W8,W9,W9,W10" {
 		t.Errorf("workloads %s", got)
 	}
 	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" ||
@@ -48,7 +48,7 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{[]string{"-w", "w8, W3-mutex,spawn,W3"}, func(o Options) bool { return ids(o.Workloads) == "W1,W3,W8" }},
 		{[]string{"-w", "W6d"}, func(o Options) bool { return ids(o.Workloads) == "W6d" }},
-		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 13 }},
+		{[]string{"-w", "all"}, func(o Options) bool { return len(o.Workloads) == 14 }},
 		{[]string{"-w", "W9"}, func(o Options) bool {
 			return len(o.Workloads) == 2 && o.Workloads[0].Label() == "W9-http-hello" && o.Workloads[1].Label() == "W9-http-16k"
 		}},
@@ -75,7 +75,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-backend", "portable"}, func(o Options) bool { return o.Backend == faio.BackendPortable }},
 		{[]string{"-sizes", `{"spawns":5,"ping_pongs":1,"mutex_tasks":1,"mutex_iters":1,"producers":1,"consumers":1,
 			"items_per_producer":1,"chan_cap":1,"timers":1,"min_sleep":1000,"max_sleep":1000,"sleepers":1,"sleep_margin":1000000,"file_size":8192,
-			"block_size":4096,"reads":1,"direct_reads":1,"in_flight":1,"conns":1,"trips":1,"msg_size":16,
+			"block_size":4096,"reads":1,"direct_reads":1,"in_flight":1,"conns":1,"trips":1,"msg_size":16,"many_conns":1,"many_trips":1,
 			"yield_tasks":1,"yields":1,"http_conns":1,"http_requests":1,"http_duration":1000000000}`}, func(o Options) bool {
 			return o.Sizes.Spawns == 5 && o.Sizes.MinSleep == time.Microsecond && strings.HasSuffix(o.File, "faio-bench-w6-8192B.dat")
 		}},
@@ -152,7 +152,7 @@ func TestSizes(t *testing.T) {
 		full.InFlight != 64 || full.Conns != 64 || full.Trips != 20000 || full.MsgSize != 64 || full.YieldTasks*full.Yields != 1e6 {
 		t.Errorf("full sizes %+v", full)
 	}
-	for id := range map[string]bool{"W1": true, "W2": true, "W3": true, "W4": true, "W5": true, "W6": true, "W6d": true, "W7": true, "W8": true, "W9": true} {
+	for id := range map[string]bool{"W1": true, "W2": true, "W3": true, "W4": true, "W5": true, "W6": true, "W6d": true, "W7": true, "W7c": true, "W8": true, "W9": true} {
 		if f, q := expectedOps(id, full), expectedOps(id, quick); f != 10*q {
 			t.Errorf("%s: quick does %d ops, full %d", id, q, f)
 		}
@@ -160,16 +160,25 @@ func TestSizes(t *testing.T) {
 	if quick.Trips != 2000 || quick.FileSize != 64<<20 || quick.MutexTasks != 1000 || quick.YieldTasks != 1000 {
 		t.Errorf("quick sizes %+v", quick)
 	}
+	// W7c: 1,000 connections, as many round trips in all as W7; -quick
+	// cuts the connections, not the round trips per connection.
+	if full.ManyConns != 1000 || full.ManyTrips != 1280 || quick.ManyConns != 100 || quick.ManyTrips != 1280 ||
+		expectedOps("W7c", full) != expectedOps("W7", full) {
+		t.Errorf("W7c sizes: full %+v, quick %+v", full, quick)
+	}
+	if many := full.manyConns(); many.Conns != 1000 || many.Trips != 1280 || many.MsgSize != full.MsgSize || many.ManyConns != 1000 {
+		t.Errorf("manyConns: %+v", many)
+	}
 	if full.HTTPConns != 64 || full.HTTPRequests != 5000 || full.HTTPDuration != 10*time.Second ||
 		quick.HTTPConns != 64 || quick.HTTPRequests != 500 || quick.HTTPDuration != time.Second {
 		t.Errorf("W9 sizes: full %+v, quick %+v", full, quick)
 	}
 
 	bad := full
-	bad.BlockSize, bad.MsgSize, bad.MinSleep, bad.Conns = 1000, 8, 200*time.Millisecond, 0
+	bad.BlockSize, bad.MsgSize, bad.MinSleep, bad.Conns, bad.ManyTrips = 1000, 8, 200*time.Millisecond, 0, 0
 	err := bad.Validate()
 	for _, msg := range []string{"block_size must be a positive multiple of 4096", "msg_size must be at least 16",
-		"max_sleep 100ms is below min_sleep 200ms", "conns must be positive"} {
+		"max_sleep 100ms is below min_sleep 200ms", "conns must be positive", "many_trips must be positive"} {
 		if !errors.Is(err, ErrSizes) || !strings.Contains(err.Error(), msg) {
 			t.Errorf("error %v lacks %q", err, msg)
 		}
@@ -207,6 +216,11 @@ func TestMainUsageErrors(t *testing.T) {
 func TestLookupWorkload(t *testing.T) {
 	for _, name := range []string{"W7", "w7", "W7-tcp-echo", "tcp-echo", "TCP-ECHO"} {
 		if w, ok := LookupWorkload(name); !ok || w.ID != "W7" {
+			t.Errorf("%q: %v %v", name, w, ok)
+		}
+	}
+	for _, name := range []string{"W7c", "w7C", "W7c-tcp-echo-many", "tcp-echo-many"} {
+		if w, ok := LookupWorkload(name); !ok || w.ID != "W7c" {
 			t.Errorf("%q: %v %v", name, w, ok)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -130,4 +131,43 @@ func countIOWQThreads() int {
 		}
 	}
 	return n
+}
+
+// processCPU returns the user and system CPU time this process has used so
+// far (getrusage RUSAGE_SELF): that of every thread it has, or had, io_uring's
+// io-wq workers included, and none of its children's.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("bench: getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// fileLimit returns the soft limit on open files (RLIMIT_NOFILE), which Go
+// raises at start-up to just below the hard limit.
+func fileLimit() (uint64, error) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0, fmt.Errorf("bench: getrlimit: %w", err)
+	}
+	return l.Cur, nil
+}
+
+// fileLimitMargin is what a process of the program needs open besides its
+// connections: standard streams, the runtime's epoll and io_uring
+// descriptors, pipes to its children, the listener.
+const fileLimitMargin = 64
+
+// checkFileLimit fails if this process cannot have conns connections open
+// at once.
+func checkFileLimit(conns int) error {
+	limit, err := fileLimit()
+	if err != nil {
+		return err
+	}
+	if need := uint64(conns + fileLimitMargin); limit < need {
+		return fmt.Errorf("bench: %d connections need about %d open files, but RLIMIT_NOFILE allows %d (raise the hard limit: ulimit -Hn)", conns, need, limit)
+	}
+	return nil
 }

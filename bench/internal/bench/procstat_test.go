@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,4 +54,41 @@ func TestPeakRSS(t *testing.T) {
 		t.Errorf("peak RSS %v MiB after touching 64 MiB, %v before", after, before)
 	}
 	_ = b[len(b)-1]
+}
+
+// The process's CPU time grows with work done on any thread.
+func TestProcessCPU(t *testing.T) {
+	before, err := processCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for spin := time.Now(); time.Since(spin) < 50*time.Millisecond; {
+		}
+	}()
+	<-done
+	after, err := processCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after - before; d < 20*time.Millisecond {
+		t.Errorf("CPU time grew by %v over 50ms of spinning", d)
+	}
+}
+
+// The file limit is what Go set at start-up, and a connection count beyond
+// it is refused before any connection is opened.
+func TestCheckFileLimit(t *testing.T) {
+	limit, err := fileLimit()
+	if err != nil || limit <= fileLimitMargin {
+		t.Fatalf("RLIMIT_NOFILE %d, %v", limit, err)
+	}
+	if n := int(limit) - fileLimitMargin; checkFileLimit(n) != nil {
+		t.Errorf("%d connections: %v", n, checkFileLimit(n))
+	}
+	if err := checkFileLimit(int(limit)); err == nil || !strings.Contains(err.Error(), "RLIMIT_NOFILE") {
+		t.Errorf("%d connections: %v", limit, err)
+	}
 }

@@ -18,11 +18,14 @@ type Result struct {
 	Ops      int64   `json:"ops"`
 	NsPerOp  float64 `json:"ns_per_op"`
 	Secs     float64 `json:"secs"`
-	// W5, W5b: lateness of the sleeps; W7, W10: round-trip latency; W9:
-	// request latency.
+	// W5, W5b: lateness of the sleeps; W7, W7c, W10: round-trip latency;
+	// W9: request latency.
 	P50us *float64 `json:"p50_us,omitempty"`
 	P99us *float64 `json:"p99_us,omitempty"`
 	MaxUs *float64 `json:"max_us,omitempty"`
+	// W7, W7c: the server process's user and system CPU time during the
+	// timed part, per op (round trip), in µs.
+	ServerCPUus *float64 `json:"server_cpu_us,omitempty"`
 	// W9: the load generator, "wrk" or "own" (the program's own client).
 	Client string `json:"client,omitempty"`
 	// W6, W6d.
@@ -48,7 +51,7 @@ type Result struct {
 
 // NewResult turns a validated measurement into its Result, rounding every
 // figure to what the measurement can support (0.1 ns per op, 1 µs of wall
-// time, 0.1 µs of latency).
+// time, 0.1 µs of latency, 0.01 µs of CPU time per op).
 func NewResult(w *Workload, impl Impl, workers int, m Measurement) Result {
 	secs := m.Elapsed.Seconds()
 	r := Result{
@@ -75,6 +78,9 @@ func NewResult(w *Workload, impl Impl, workers int, m Measurement) Result {
 	if m.HasLatency {
 		r.P50us, r.P99us, r.MaxUs = micros(m.P50), micros(m.P99), micros(m.Max)
 	}
+	if m.HasCPU {
+		r.ServerCPUus = cpuPerOp(m.ServerCPU, m.Ops)
+	}
 	if m.Bytes > 0 && secs > 0 {
 		r.IOPS = round(float64(m.Ops)/secs, 1)
 		r.MiBs = round(float64(m.Bytes)/(1<<20)/secs, 10)
@@ -95,6 +101,16 @@ func (r Result) JSONLine() string {
 // Elapsed returns Secs as a duration.
 func (r Result) Elapsed() time.Duration {
 	return time.Duration(math.Round(r.Secs * 1e9))
+}
+
+// cpuPerOp is CPU time cpu spread over ops ops, in µs rounded to 0.01
+// (0 for no ops).
+func cpuPerOp(cpu time.Duration, ops int64) *float64 {
+	v := 0.0
+	if ops > 0 {
+		v = round(float64(cpu.Nanoseconds())/1e3/float64(ops), 100)
+	}
+	return &v
 }
 
 func micros(d time.Duration) *float64 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,8 +48,9 @@ func TestJSONLineFieldOrder(t *testing.T) {
 			[]string{"rss_mib", "gomaxprocs"}},
 		{w6d, Measurement{Ops: 1000, Elapsed: time.Second, Bytes: 4096000, Threads: 6, GOMAXPROCS: 2},
 			[]string{"iops", "mib_s", "threads", "iowq_threads", "gomaxprocs"}},
-		{w7, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond, GOMAXPROCS: 2},
-			[]string{"p50_us", "p99_us", "max_us", "gomaxprocs"}},
+		{w7, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond,
+			HasCPU: true, ServerCPU: 5 * time.Millisecond, GOMAXPROCS: 2},
+			[]string{"p50_us", "p99_us", "max_us", "server_cpu_us", "gomaxprocs"}},
 		{w9, Measurement{Ops: 1000, Elapsed: time.Second, HasLatency: true, P50: time.Microsecond, P99: 2 * time.Microsecond, Max: time.Millisecond,
 			Client: "wrk", RSSMiB: 15.8, GOMAXPROCS: 2, Backend: "portable", Polls: []uint64{1, 2}, Steals: []uint64{0, 1}},
 			[]string{"p50_us", "p99_us", "max_us", "client", "rss_mib", "gomaxprocs", "backend", "polls", "steals"}},
@@ -87,5 +89,39 @@ func TestJSONLineRoundTrip(t *testing.T) {
 	}
 	if back.JSONLine() != r.JSONLine() || back.IOPS != 500000 || back.MiBs != 1953.1 || back.Elapsed() != 2*time.Millisecond {
 		t.Errorf("round trip: %+v", back)
+	}
+}
+
+// server_cpu_us is the server's CPU time over the ops, in µs to 0.01.
+func TestJSONLineServerCPU(t *testing.T) {
+	w7c, _ := LookupWorkload("W7c")
+	m := Measurement{Ops: 1_280_000, Elapsed: 10 * time.Second, HasCPU: true, ServerCPU: 6_543_210 * time.Microsecond, GOMAXPROCS: 2}
+	got := NewResult(w7c, Goroutines, 2, m).JSONLine()
+	want := `{"workload":"W7c-tcp-echo-many","impl":"goroutines","workers":2,"ops":1280000,"ns_per_op":7812.5,"secs":10,"server_cpu_us":5.11,"gomaxprocs":2}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	for _, tc := range []struct {
+		cpu  time.Duration
+		ops  int64
+		want float64
+	}{
+		{6_543_210 * time.Microsecond, 1_280_000, 5.11},
+		{3 * time.Millisecond, 1000, 3},
+		{1234 * time.Nanosecond, 1000, 0}, // 1.234 ns per op
+		{5 * time.Nanosecond, 1, 0.01},
+		{time.Second, 0, 0},
+	} {
+		if got := *cpuPerOp(tc.cpu, tc.ops); got != tc.want {
+			t.Errorf("cpuPerOp(%v, %d) = %v, want %v", tc.cpu, tc.ops, got, tc.want)
+		}
+	}
+	// Measured as 0 is still reported; not measured is left out.
+	w7, _ := LookupWorkload("W7")
+	if line := NewResult(w7, Faio, 2, Measurement{Ops: 10, Elapsed: time.Millisecond, HasCPU: true}).JSONLine(); !strings.Contains(line, `"server_cpu_us":0,`) {
+		t.Errorf("zero CPU: %s", line)
+	}
+	if line := NewResult(w7, Faio, 2, Measurement{Ops: 10, Elapsed: time.Millisecond}).JSONLine(); strings.Contains(line, "server_cpu_us") {
+		t.Errorf("unmeasured CPU: %s", line)
 	}
 }

@@ -32,6 +32,8 @@ func expectedOps(id string, s Sizes) int64 {
 		return int64(s.DirectReads)
 	case "W7":
 		return int64(s.Conns * s.Trips)
+	case "W7c":
+		return int64(s.ManyConns * s.ManyTrips)
 	case "W8":
 		return int64(s.YieldTasks * s.Yields)
 	case "W9": // with the own client; wrk's count is its own
@@ -109,9 +111,13 @@ func checkResult(t *testing.T, w *Workload, impl Impl, workers int, r Result, s 
 	if (w.ID == "W9") != (r.Client != "") {
 		t.Errorf("%s: client %q", key, r.Client)
 	}
-	hasLatency := w.ID == "W5" || w.ID == "W5b" || w.ID == "W7" || w.ID == "W9" || w.ID == "W10"
+	isEcho := w.ID == "W7" || w.ID == "W7c"
+	hasLatency := w.ID == "W5" || w.ID == "W5b" || isEcho || w.ID == "W9" || w.ID == "W10"
 	if (r.P99us != nil) != hasLatency || (r.P50us != nil) != hasLatency {
 		t.Errorf("%s: p50/p99 present %v, want %v", key, r.P99us != nil, hasLatency)
+	}
+	if (r.ServerCPUus != nil) != isEcho || isEcho && *r.ServerCPUus <= 0 {
+		t.Errorf("%s: server_cpu_us %v, want a positive figure: %v", key, r.ServerCPUus, isEcho)
 	}
 	if hasLatency && (*r.P50us > *r.P99us || *r.P99us > *r.MaxUs) {
 		t.Errorf("%s: p50 %v, p99 %v, max %v out of order", key, *r.P50us, *r.P99us, *r.MaxUs)
@@ -284,5 +290,41 @@ func TestWorkersFor(t *testing.T) {
 	r.Workers = []int{4}
 	if got := r.WorkersFor(Workloads()[0]); fmt.Sprint(got) != "[4]" {
 		t.Errorf("-workers 4 gave %v", got)
+	}
+}
+
+// W7c through the runner, at a quick run's connection count (100) and few
+// round trips: both servers serve every connection, and each JSON line has
+// the round-trip latencies and the server's CPU time per round trip, which
+// the table shows with their ratio.
+func TestRunnerW7c(t *testing.T) {
+	s := tinySizes()
+	s.ManyConns, s.ManyTrips = QuickSizes().ManyConns, 20
+	w, ok := LookupWorkload("W7c")
+	if !ok {
+		t.Fatal("no W7c")
+	}
+	var out bytes.Buffer
+	r := &Runner{Workloads: []*Workload{w}, Workers: []int{2}, Impls: Impls,
+		Env: Env{Sizes: s, Self: SelfCommand, Log: testLog{t}}, Out: &out}
+	outcomes := r.Run()
+	results := jsonLines(t, &out)
+	if len(results) != 2 || exitCode(outcomes) != 0 {
+		t.Fatalf("%d JSON lines, outcomes %+v:\n%s", len(results), outcomes, out.String())
+	}
+	for _, res := range results {
+		if res.Workload != "W7c-tcp-echo-many" || res.Ops != int64(100*20) {
+			t.Errorf("%s %s: %d ops, want 2000", res.Workload, res.Impl, res.Ops)
+		}
+		checkResult(t, w, res.Impl, 2, res, s)
+		for _, key := range []string{`"p99_us":`, `"server_cpu_us":`} {
+			if line := res.JSONLine(); !strings.Contains(line, key) {
+				t.Errorf("%s: no %s in %s", res.Impl, key, line)
+			}
+		}
+	}
+	table := RenderUnjudgedTable(outcomes, "Sizes set by -sizes")
+	if !strings.Contains(table, "| W7c-tcp-echo-many | 2 |") || !strings.Contains(table, "µs/op; cpu ratio ") {
+		t.Errorf("table:\n%s", table)
 	}
 }

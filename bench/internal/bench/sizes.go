@@ -38,7 +38,10 @@ type Sizes struct {
 
 	Conns   int `json:"conns"`    // W7: client connections
 	Trips   int `json:"trips"`    // W7: timed round trips per connection
-	MsgSize int `json:"msg_size"` // W7: bytes per message
+	MsgSize int `json:"msg_size"` // W7, W7c: bytes per message
+
+	ManyConns int `json:"many_conns"` // W7c: client connections
+	ManyTrips int `json:"many_trips"` // W7c: timed round trips per connection
 
 	YieldTasks int `json:"yield_tasks"` // W8: yielding tasks
 	Yields     int `json:"yields"`      // W8: yields per task
@@ -72,6 +75,8 @@ func FullSizes() Sizes {
 		Conns:            64,
 		Trips:            20_000,
 		MsgSize:          64,
+		ManyConns:        1_000,
+		ManyTrips:        1_280,
 		YieldTasks:       1_000,
 		Yields:           1_000,
 		HTTPConns:        64,
@@ -82,7 +87,9 @@ func FullSizes() Sizes {
 
 // QuickSizes returns a tenth of the work of FullSizes, with the same
 // concurrency (tasks, connections, reads in flight, sleep range), a 64 MiB
-// data file and a 1 s W9 run.
+// data file and a 1 s W9 run. W7c is the exception: it keeps its round
+// trips per connection and has a tenth of the connections, so that a quick
+// run does not open a thousand.
 func QuickSizes() Sizes {
 	s := FullSizes()
 	s.Spawns /= 10
@@ -96,9 +103,17 @@ func QuickSizes() Sizes {
 	s.Reads /= 10
 	s.DirectReads /= 10
 	s.Trips /= 10
+	s.ManyConns /= 10
 	s.Yields /= 10
 	s.HTTPRequests /= 10
 	s.HTTPDuration /= 10
+	return s
+}
+
+// manyConns returns s with W7c's connections and round trips in place of
+// W7's: W7c is W7 with more connections.
+func (s Sizes) manyConns() Sizes {
+	s.Conns, s.Trips = s.ManyConns, s.ManyTrips
 	return s
 }
 
@@ -140,6 +155,8 @@ func (s Sizes) Validate() error {
 	positive("in_flight", int64(s.InFlight))
 	positive("conns", int64(s.Conns))
 	positive("trips", int64(s.Trips))
+	positive("many_conns", int64(s.ManyConns))
+	positive("many_trips", int64(s.ManyTrips))
 	positive("yield_tasks", int64(s.YieldTasks))
 	positive("yields", int64(s.Yields))
 	positive("http_conns", int64(s.HTTPConns))

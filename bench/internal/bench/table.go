@@ -150,7 +150,8 @@ func nsCell(o Outcome, ran bool) string {
 }
 
 // details lists, per implementation, the figures besides ns/op that a
-// reader needs to judge the row (p99 and threads), then failures and skips.
+// reader needs to judge the row (p99, server CPU per op and threads), then
+// failures and skips, and the ratio of the server CPU per op (W7, W7c).
 // An implementation without a column of its own (W9's faio-adapter and
 // fasthttp) shows its ns/op here, and W9's row names its load generator.
 func details(w *Workload, byImpl map[Impl]Outcome) string {
@@ -182,6 +183,9 @@ func details(w *Workload, byImpl map[Impl]Outcome) string {
 			if o.Result.P99us != nil {
 				fig = append(fig, "p99 "+formatMicros(*o.Result.P99us))
 			}
+			if o.Result.ServerCPUus != nil {
+				fig = append(fig, fmt.Sprintf("cpu %.2fµs/op", *o.Result.ServerCPUus))
+			}
 			if o.Result.Threads > 0 {
 				t := fmt.Sprintf("%d threads", o.Result.Threads)
 				if w := o.Result.IOWQThreads; w != nil && *w > 0 {
@@ -192,6 +196,11 @@ func details(w *Workload, byImpl map[Impl]Outcome) string {
 			if len(fig) > 0 {
 				parts = append(parts, fmt.Sprintf("%s %s", impl, strings.Join(fig, ", ")))
 			}
+		}
+	}
+	if f.Result != nil && g.Result != nil {
+		if r, ok := CPURatio(*f.Result, *g.Result); ok {
+			parts = append(parts, fmt.Sprintf("cpu ratio %.2f", r))
 		}
 	}
 	if client != "" {

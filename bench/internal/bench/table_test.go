@@ -25,6 +25,11 @@ func withP99(m Measurement, p99 time.Duration) Measurement {
 	return m
 }
 
+func withCPU(m Measurement, perOp time.Duration) Measurement {
+	m.HasCPU, m.ServerCPU = true, perOp*time.Duration(m.Ops)
+	return m
+}
+
 func withThreads(m Measurement, n int) Measurement {
 	m.Threads = n
 	return m
@@ -47,8 +52,10 @@ func TestRenderTable(t *testing.T) {
 		outcome(t, "W5", Goroutines, 2, withP99(ns(1000), 30*time.Millisecond)),
 		{Workload: w6d, Impl: Faio, Workers: 2, Skip: "no O_DIRECT on tmpfs"},
 		{Workload: w6d, Impl: Goroutines, Workers: 2, Skip: "no O_DIRECT on tmpfs"},
-		outcome(t, "W7", Faio, 2, withP99(ns(700), 500*time.Microsecond)),
-		outcome(t, "W7", Goroutines, 2, withP99(ns(1000), 3*time.Millisecond)),
+		outcome(t, "W7", Faio, 2, withCPU(withP99(ns(700), 500*time.Microsecond), 3*time.Microsecond)),
+		outcome(t, "W7", Goroutines, 2, withCPU(withP99(ns(1000), 3*time.Millisecond), 4*time.Microsecond)),
+		outcome(t, "W7c", Faio, 2, withCPU(withP99(ns(700), 5*time.Millisecond), 3500*time.Nanosecond)),
+		outcome(t, "W7c", Goroutines, 2, withCPU(withP99(ns(1000), 9*time.Millisecond), 4*time.Microsecond)),
 		{Workload: w8, Impl: Faio, Workers: 2, Err: errors.New("yields done is 9 | want 10")},
 		outcome(t, "W8", Goroutines, 2, ns(100)),
 	}
@@ -60,7 +67,8 @@ func TestRenderTable(t *testing.T) {
 		"| W1-spawn | 1 | 300.0 | 400.0 | 0.75 |  | — | — |",
 		"| W5-timers | 2 | 1000.0 | 1000.0 | 1.00 | faio p99 2.00ms; goroutines p99 30.00ms | ≤ 1.05, p99 ≤ 1ms | no: p99 2.00ms > 1ms |",
 		"| W6d-file-read-direct | 2 | skipped | skipped | — | skipped: no O_DIRECT on tmpfs | ≤ 1.05, ≤ 8 threads | — |",
-		"| W7-tcp-echo | 2 | 700.0 | 1000.0 | 0.70 | faio p99 500.0µs; goroutines p99 3.00ms | ≤ 0.77, p99 ≤ 2ms | yes |",
+		"| W7-tcp-echo | 2 | 700.0 | 1000.0 | 0.70 | faio p99 500.0µs, cpu 3.00µs/op; goroutines p99 3.00ms, cpu 4.00µs/op; cpu ratio 0.75 | ≤ 0.77, cpu ≤ 0.77, p99 ≤ 2ms | yes |",
+		"| W7c-tcp-echo-many | 2 | 700.0 | 1000.0 | 0.70 | faio p99 5.00ms, cpu 3.50µs/op; goroutines p99 9.00ms, cpu 4.00µs/op; cpu ratio 0.88 | ≤ 0.7, cpu ≤ 0.7 | no: cpu ratio 0.88 > 0.7 |",
 		`| W8-yield | 2 | FAILED | 100.0 | — | faio FAILED: yields done is 9 \| want 10 | ≤ 0.6 | FAILED |`,
 		"",
 	}, "\n")
@@ -104,12 +112,49 @@ func TestTargetCheck(t *testing.T) {
 	}
 }
 
+// The CPU bound compares the server CPU per op of both sides; it needs
+// both figures.
+func TestTargetCheckCPU(t *testing.T) {
+	res := func(m Measurement) Result {
+		w, _ := LookupWorkload("W7")
+		return NewResult(w, Faio, 2, m)
+	}
+	target := Target{MaxRatio: 0.77, MaxCPURatio: 0.77}
+	gor := res(withCPU(ns(1000), 4*time.Microsecond))
+	for _, tc := range []struct {
+		name       string
+		faio, gor  Result
+		misses     string
+		ratio      float64
+		ratioKnown bool
+	}{
+		{"met", res(withCPU(ns(770), 3080*time.Nanosecond)), gor, "", 0.77, true},
+		{"costly", res(withCPU(ns(700), 3200*time.Nanosecond)), gor, "cpu ratio 0.80 > 0.77", 0.8, true},
+		{"both", res(withCPU(ns(800), 4*time.Microsecond)), gor, "ratio 0.80 > 0.77; cpu ratio 1.00 > 0.77", 1, true},
+		{"faio unmeasured", res(ns(700)), gor, "cpu not measured", 0, false},
+		{"goroutines unmeasured", res(withCPU(ns(700), time.Microsecond)), res(ns(1000)), "cpu not measured", 0, false},
+		{"goroutines zero", res(withCPU(ns(700), time.Microsecond)), res(withCPU(ns(1000), 0)), "cpu not measured", 0, false},
+	} {
+		met, misses := target.Check(tc.faio, tc.gor)
+		if met != (tc.misses == "") || strings.Join(misses, "; ") != tc.misses {
+			t.Errorf("%s: met %v, misses %q, want %q", tc.name, met, misses, tc.misses)
+		}
+		if r, ok := CPURatio(tc.faio, tc.gor); ok != tc.ratioKnown || r != tc.ratio {
+			t.Errorf("%s: CPURatio %v %v, want %v %v", tc.name, r, ok, tc.ratio, tc.ratioKnown)
+		}
+	}
+	if got := target.String(); got != "≤ 0.77, cpu ≤ 0.77" {
+		t.Errorf("String: %q", got)
+	}
+}
+
 // The targets are those of WORKLOADS.md.
 func TestWorkloadTargets(t *testing.T) {
 	want := map[string]string{
 		"W1-spawn": "≤ 0.5", "W2-ping-pong": "≤ 0.6", "W3-mutex": "≤ 0.6", "W4-mpmc": "≤ 1",
 		"W5-timers": "≤ 1.05, p99 ≤ 1ms", "W5b-mass-wake": "≤ 1, all woken ≤ 1s", "W6-file-read": "≤ 1",
-		"W6d-file-read-direct": "≤ 1.05, ≤ 8 threads", "W7-tcp-echo": "≤ 0.77, p99 ≤ 2ms", "W8-yield": "≤ 0.6",
+		"W6d-file-read-direct": "≤ 1.05, ≤ 8 threads", "W7-tcp-echo": "≤ 0.77, cpu ≤ 0.77, p99 ≤ 2ms",
+		"W7c-tcp-echo-many": "≤ 0.7, cpu ≤ 0.7", "W8-yield": "≤ 0.6",
 		"W9-http-hello": "≤ 1", "W9-http-16k": "≤ 1", "W10-goroutine-caller": "≤ 1.5, p99 ≤ 1ms",
 	}
 	ws := Workloads()

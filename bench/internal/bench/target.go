@@ -13,6 +13,9 @@ import (
 type Target struct {
 	// MaxRatio bounds faio's ns/op divided by the goroutines' ns/op.
 	MaxRatio float64
+	// MaxCPURatio bounds faio's server CPU time per op divided by the
+	// goroutines' (W7, W7c); 0: no bound.
+	MaxCPURatio float64
 	// MaxP99 bounds faio's p99 (W5: sleep lateness, W7: round trip);
 	// 0: no bound.
 	MaxP99 time.Duration
@@ -42,9 +45,13 @@ func (w *Workload) TargetOn(backend string) (Target, bool) {
 	return PortableTarget, true
 }
 
-// String writes the target as the table shows it: "≤ 0.77, p99 ≤ 2ms".
+// String writes the target as the table shows it: "≤ 0.77, cpu ≤ 0.77,
+// p99 ≤ 2ms".
 func (t Target) String() string {
 	parts := []string{fmt.Sprintf("≤ %g", t.MaxRatio)}
+	if t.MaxCPURatio > 0 {
+		parts = append(parts, fmt.Sprintf("cpu ≤ %g", t.MaxCPURatio))
+	}
 	if t.MaxP99 > 0 {
 		parts = append(parts, fmt.Sprintf("p99 ≤ %v", t.MaxP99))
 	}
@@ -66,11 +73,28 @@ func Ratio(faio, gor Result) float64 {
 	return faio.NsPerOp / gor.NsPerOp
 }
 
+// CPURatio returns faio's server CPU time per op over the goroutines', and
+// false unless both were measured and the latter is not 0.
+func CPURatio(faio, gor Result) (float64, bool) {
+	if faio.ServerCPUus == nil || gor.ServerCPUus == nil || *gor.ServerCPUus == 0 {
+		return 0, false
+	}
+	return *faio.ServerCPUus / *gor.ServerCPUus, true
+}
+
 // Check reports whether faio's result meets the target against gor's, and
 // if not, every bound it misses.
 func (t Target) Check(faio, gor Result) (met bool, misses []string) {
 	if r := Ratio(faio, gor); gor.NsPerOp == 0 || r > t.MaxRatio {
 		misses = append(misses, fmt.Sprintf("ratio %.2f > %g", r, t.MaxRatio))
+	}
+	if t.MaxCPURatio > 0 {
+		switch r, ok := CPURatio(faio, gor); {
+		case !ok:
+			misses = append(misses, "cpu not measured")
+		case r > t.MaxCPURatio:
+			misses = append(misses, fmt.Sprintf("cpu ratio %.2f > %g", r, t.MaxCPURatio))
+		}
 	}
 	if t.MaxP99 > 0 {
 		limit := float64(t.MaxP99.Nanoseconds()) / 1e3

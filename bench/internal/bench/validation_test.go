@@ -125,8 +125,8 @@ func TestEchoResult(t *testing.T) {
 	report := ClientReport{Conns: 2, Trips: 10, RoundTrips: 20, Nanos: 1e6, P50Nanos: 10, P99Nanos: 20, MaxNanos: 30}
 	// 20 timed trips and 2 warm-up trips of 64 bytes.
 	full := echoTotals{conns: 2, bytes: 22 * 64}
-	m, err := echoResult(s, report, full)
-	if err != nil || m.Ops != 20 || m.Elapsed != time.Millisecond || m.P99 != 20 {
+	m, err := echoResult(s, report, full, 3*time.Millisecond)
+	if err != nil || m.Ops != 20 || m.Elapsed != time.Millisecond || m.P99 != 20 || !m.HasCPU || m.ServerCPU != 3*time.Millisecond {
 		t.Errorf("exact: %+v, %v", m, err)
 	}
 	short := report
@@ -139,7 +139,7 @@ func TestEchoResult(t *testing.T) {
 		"missing connection": {report, echoTotals{conns: 1, bytes: full.bytes}},
 		"bytes lost":         {report, echoTotals{conns: 2, bytes: full.bytes - 1}},
 	} {
-		if _, err := echoResult(s, tc.r, tc.t); !errors.Is(err, ErrValidation) {
+		if _, err := echoResult(s, tc.r, tc.t, time.Millisecond); !errors.Is(err, ErrValidation) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

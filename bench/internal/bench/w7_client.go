@@ -36,8 +36,15 @@ type ClientReport struct {
 // traffic elsewhere.
 var ErrNotLoopback = errors.New("bench: the W7 and W9 clients connect to loopback addresses only")
 
-// RunClient runs the W7 client against the echo server at addr.
-func RunClient(ctx context.Context, addr string, s Sizes) (ClientReport, error) {
+// RunClient runs the W7 client against the echo server at addr. ready, if
+// not nil, is called once every connection is open and has done its
+// warm-up round trip, and the timed part starts when it returns; done, if
+// not nil, is called as soon as the timed part is over. The client process
+// uses them to tell the server's process when to take its CPU time.
+func RunClient(ctx context.Context, addr string, s Sizes, ready, done func() error) (ClientReport, error) {
+	if err := checkFileLimit(s.Conns); err != nil {
+		return ClientReport{}, err
+	}
 	conns, release, err := loopbackConns(ctx, addr, s.Conns)
 	if err != nil {
 		return ClientReport{}, err
@@ -49,6 +56,11 @@ func RunClient(ctx context.Context, addr string, s Sizes) (ClientReport, error) 
 		}
 	}
 
+	if ready != nil {
+		if err := ready(); err != nil {
+			return ClientReport{}, err
+		}
+	}
 	lat := make([]time.Duration, s.Conns*s.Trips)
 	var errs firstError
 	var wg sync.WaitGroup
@@ -71,6 +83,9 @@ func RunClient(ctx context.Context, addr string, s Sizes) (ClientReport, error) 
 	close(startGate)
 	wg.Wait()
 	elapsed := time.Since(start)
+	if done != nil {
+		errs.set(done())
+	}
 	if err := errs.get(); err != nil {
 		return ClientReport{}, err
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +21,9 @@ import (
 // writing back whatever it reads, measured by the client process (see
 // RunClient). The server counts the connections it served and the bytes it
 // echoed, which must match what the client sent; the client checks the
-// bytes themselves.
+// bytes themselves. The server's CPU time during the client's timed part
+// is measured too: the client is another process, so this process's CPU
+// is the server's. W7c is the same with ManyConns connections.
 
 // echoBuffer is the read size of the servers: a whole message, whatever
 // the message size, arrives in one read when it is there.
@@ -31,8 +35,25 @@ type echoTotals struct {
 	bytes int64
 }
 
-func echoFaio(env *Env) (Measurement, error) {
+func echoFaio(env *Env) (Measurement, error) { return echoServerFaio(env, env.Sizes) }
+
+func echoGoroutines(env *Env) (Measurement, error) { return echoServerGoroutines(env, env.Sizes) }
+
+// W7c: W7 with ManyConns connections doing ManyTrips round trips each.
+func echoManyFaio(env *Env) (Measurement, error) { return echoServerFaio(env, env.Sizes.manyConns()) }
+
+func echoManyGoroutines(env *Env) (Measurement, error) {
+	return echoServerGoroutines(env, env.Sizes.manyConns())
+}
+
+// echoServerFaio runs the faio echo server against a client process with
+// sizes s (Conns connections of Trips round trips).
+func echoServerFaio(env *Env, s Sizes) (Measurement, error) {
+	if err := checkFileLimit(s.Conns); err != nil {
+		return Measurement{}, err
+	}
 	var report ClientReport
+	var cpu time.Duration
 	var totals echoTotals
 	err := withRuntime(env, func(rt *faio.Runtime) error {
 		bg := context.Background()
@@ -65,7 +86,7 @@ func echoFaio(env *Env) (Measurement, error) {
 			return t, errors.Join(errs...)
 		})
 		var cerr error
-		report, cerr = runClient(env, l.Addr().String())
+		report, cpu, cerr = runClient(env, s, l.Addr().String())
 		lerr := l.Close(bg)
 		var serr error
 		totals, serr = server.Join(bg)
@@ -74,7 +95,7 @@ func echoFaio(env *Env) (Measurement, error) {
 	if err != nil {
 		return Measurement{}, err
 	}
-	return echoResult(env.Sizes, report, totals)
+	return echoResult(s, report, totals, cpu)
 }
 
 func echoConnFaio(ctx context.Context, c *faio.Conn) (int64, error) {
@@ -96,7 +117,12 @@ func echoConnFaio(ctx context.Context, c *faio.Conn) (int64, error) {
 	}
 }
 
-func echoGoroutines(env *Env) (Measurement, error) {
+// echoServerGoroutines runs the net echo server against a client process
+// with sizes s.
+func echoServerGoroutines(env *Env, s Sizes) (Measurement, error) {
+	if err := checkFileLimit(s.Conns); err != nil {
+		return Measurement{}, err
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return Measurement{}, err
@@ -121,13 +147,13 @@ func echoGoroutines(env *Env) (Measurement, error) {
 			})
 		}
 	})
-	report, cerr := runClient(env, l.Addr().String())
+	report, cpu, cerr := runClient(env, s, l.Addr().String())
 	lerr := l.Close()
 	wg.Wait()
 	if err := errors.Join(cerr, lerr, errs.get()); err != nil {
 		return Measurement{}, err
 	}
-	return echoResult(env.Sizes, report, echoTotals{conns: conns.Load(), bytes: echoed.Load()})
+	return echoResult(s, report, echoTotals{conns: conns.Load(), bytes: echoed.Load()}, cpu)
 }
 
 func echoConnGo(c net.Conn) (int64, error) {
@@ -149,41 +175,104 @@ func echoConnGo(c net.Conn) (int64, error) {
 	}
 }
 
-// runClient runs the W7 client process against addr and returns its
-// report.
-func runClient(env *Env, addr string) (ClientReport, error) {
-	return clientProcess(env, "W7 client", "-client", addr)
+// runClient runs the W7 client process with sizes s against addr and
+// returns its report and the CPU time this process used during the
+// client's timed part.
+func runClient(env *Env, s Sizes, addr string) (ClientReport, time.Duration, error) {
+	r, cpu, err := clientProcess(env, s, "W7 client", "-client", addr)
+	if err == nil && cpu < 0 {
+		err = fmt.Errorf("bench: the W7 client did not say when its timed part ran")
+	}
+	return r, cpu, err
 }
 
+// The lines of the handshake by which a client process lets its parent
+// measure the parent's CPU time during the client's timed part: the client
+// prints clientReady once its connections are open and warmed up and
+// waits for clientGo on its stdin (or for the end of stdin), and prints
+// clientDone when its last round trip is over, before its report. The
+// server is idle at both moments, so when the parent reads the lines does
+// not change the CPU time between them.
+const (
+	clientReady = "ready"
+	clientGo    = "go"
+	clientDone  = "done"
+)
+
 // clientProcess runs a client process (what: "W7 client") with args and
-// env's sizes, and returns the report it prints.
-func clientProcess(env *Env, what string, args ...string) (ClientReport, error) {
-	sizes, err := json.Marshal(env.Sizes)
+// sizes s, and returns the report it prints and, if the client printed
+// clientReady and clientDone, the CPU time this process used between the
+// two (-1 if it did not).
+func clientProcess(env *Env, s Sizes, what string, args ...string) (ClientReport, time.Duration, error) {
+	sizes, err := json.Marshal(s)
 	if err != nil {
-		return ClientReport{}, err
+		return ClientReport{}, -1, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
 	cmd, err := env.start(ctx, append(args, "-sizes", string(sizes))...)
 	if err != nil {
-		return ClientReport{}, err
+		return ClientReport{}, -1, err
+	}
+	cmd.Stderr = env.Log
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return ClientReport{}, -1, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return ClientReport{}, -1, err
+	}
+	if err := cmd.Start(); err != nil {
+		return ClientReport{}, -1, fmt.Errorf("bench: %s process: %w", what, err)
 	}
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, env.Log
-	if err := cmd.Run(); err != nil {
-		return ClientReport{}, fmt.Errorf("bench: %s process: %w", what, err)
+	var start, stop time.Duration
+	var cpuErr error
+	ready, done := false, false
+	lines := bufio.NewReader(stdout)
+	for {
+		line, rerr := lines.ReadString('\n')
+		switch strings.TrimSuffix(line, "\n") {
+		case clientReady:
+			start, cpuErr = processCPU()
+			ready = true
+			// A client that is gone says so when it is waited for.
+			io.WriteString(stdin, clientGo+"\n")
+		case clientDone:
+			if stop, err = processCPU(); err != nil {
+				cpuErr = err
+			}
+			done = ready
+		default:
+			out.WriteString(line)
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		return ClientReport{}, -1, fmt.Errorf("bench: %s process: %w", what, err)
+	}
+	if cpuErr != nil {
+		return ClientReport{}, -1, cpuErr
 	}
 	var r ClientReport
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		return ClientReport{}, fmt.Errorf("bench: %s printed %q: %w", what, out.Bytes(), err)
+		return ClientReport{}, -1, fmt.Errorf("bench: %s printed %q: %w", what, out.Bytes(), err)
 	}
-	return r, nil
+	if !done {
+		return r, -1, nil
+	}
+	return r, stop - start, nil
 }
 
 // echoResult checks the client's report and the server's totals against
 // the sizes: every connection served, every timed round trip done, every
-// byte (the warm-up trips included) echoed once.
-func echoResult(s Sizes, r ClientReport, t echoTotals) (Measurement, error) {
+// byte (the warm-up trips included) echoed once. cpu is the server's CPU
+// time during the timed part.
+func echoResult(s Sizes, r ClientReport, t echoTotals, cpu time.Duration) (Measurement, error) {
 	trips := int64(s.Conns) * int64(s.Trips)
 	err := errors.Join(
 		checkEqual("client round trips", r.RoundTrips, trips),
@@ -200,5 +289,7 @@ func echoResult(s Sizes, r ClientReport, t echoTotals) (Measurement, error) {
 		P50:        time.Duration(r.P50Nanos),
 		P99:        time.Duration(r.P99Nanos),
 		Max:        time.Duration(r.MaxNanos),
+		HasCPU:     true,
+		ServerCPU:  cpu,
 	}, nil
 }

@@ -223,7 +223,7 @@ func loadHTTP(env *Env, w *Workload, addr string, served *atomic.Int64) (Measure
 		}
 		return wrkResult(env.Sizes, w.body, r, served.Load()-1)
 	}
-	r, err := clientProcess(env, "W9 client", "-http-load", addr, "-w", w.Label())
+	r, _, err := clientProcess(env, env.Sizes, "W9 client", "-http-load", addr, "-w", w.Label())
 	if err != nil {
 		return Measurement{}, err
 	}

@@ -74,17 +74,22 @@ type Env struct {
 type Measurement struct {
 	Ops     int64         // the unit ns_per_op divides by
 	Elapsed time.Duration // the timed part of the run
-	// Latency (W7: one round trip, W9: one request) or lateness (W5:
+	// Latency (W7, W7c: one round trip, W9: one request) or lateness (W5:
 	// actual minus requested sleep) percentiles; HasLatency says whether
 	// they were measured.
 	HasLatency    bool
 	P50, P99, Max time.Duration
-	Client        string  // W9: the load generator, "wrk" or "own"
-	Bytes         int64   // bytes read (W6, W6d), for mib_s
-	Threads       int     // peak OS threads of the process (W6d)
-	IOWQThreads   int     // io_uring io-wq workers among them
-	RSSMiB        float64 // peak RSS measured by a child process; 0: measure here
-	GOMAXPROCS    int     // GOMAXPROCS of the process that ran it; 0: this one
+	// ServerCPU is the user and system CPU time of the server's process
+	// during the timed part (W7, W7c: the client is another process);
+	// HasCPU says whether it was measured.
+	HasCPU      bool
+	ServerCPU   time.Duration
+	Client      string  // W9: the load generator, "wrk" or "own"
+	Bytes       int64   // bytes read (W6, W6d), for mib_s
+	Threads     int     // peak OS threads of the process (W6d)
+	IOWQThreads int     // io_uring io-wq workers among them
+	RSSMiB      float64 // peak RSS measured by a child process; 0: measure here
+	GOMAXPROCS  int     // GOMAXPROCS of the process that ran it; 0: this one
 	// Backend is the backend the faio runtime ran on, "io_uring" or
 	// "portable" (Stats().Backend); "" on the goroutine side, and for a
 	// faio run in this process, where the runner fills it in.
@@ -210,7 +215,9 @@ func Workloads() []*Workload {
 		{ID: "W6d", Name: "file-read-direct", Unit: "one read",
 			Target: Target{MaxRatio: 1.05, MaxThreads: 8}, setup: setupDirectRead, faio: directReadFaio, gor: directReadGoroutines},
 		{ID: "W7", Name: "tcp-echo", Unit: "one round trip",
-			Target: Target{MaxRatio: 0.77, MaxP99: 2 * time.Millisecond}, faio: echoFaio, gor: echoGoroutines},
+			Target: Target{MaxRatio: 0.77, MaxCPURatio: 0.77, MaxP99: 2 * time.Millisecond}, faio: echoFaio, gor: echoGoroutines},
+		{ID: "W7c", Name: "tcp-echo-many", Unit: "one round trip",
+			Target: Target{MaxRatio: 0.7, MaxCPURatio: 0.7}, faio: echoManyFaio, gor: echoManyGoroutines},
 		{ID: "W8", Name: "yield", Unit: "one yield", AlsoOneWorker: true,
 			Target: Target{MaxRatio: 0.6}, faio: yieldFaio, gor: yieldGoroutines},
 		httpWorkload("http-hello", helloBody),
