@@ -282,6 +282,14 @@ func echoResult(s Sizes, r ClientReport, t echoTotals, cpu time.Duration) (Measu
 	if err != nil {
 		return Measurement{}, err
 	}
+	m := r.measurement()
+	m.HasCPU, m.ServerCPU = true, cpu
+	return m, nil
+}
+
+// measurement is what a client process measured: its timed round trips,
+// their wall time and latency.
+func (r ClientReport) measurement() Measurement {
 	return Measurement{
 		Ops:        r.RoundTrips,
 		Elapsed:    time.Duration(r.Nanos),
@@ -289,7 +297,5 @@ func echoResult(s Sizes, r ClientReport, t echoTotals, cpu time.Duration) (Measu
 		P50:        time.Duration(r.P50Nanos),
 		P99:        time.Duration(r.P99Nanos),
 		Max:        time.Duration(r.MaxNanos),
-		HasCPU:     true,
-		ServerCPU:  cpu,
-	}, nil
+	}
 }

@@ -242,13 +242,7 @@ func httpClientResult(s Sizes, r ClientReport, served int64) (Measurement, error
 	if err != nil {
 		return Measurement{}, err
 	}
-	return Measurement{
-		Ops:        r.RoundTrips,
-		Elapsed:    time.Duration(r.Nanos),
-		HasLatency: true,
-		P50:        time.Duration(r.P50Nanos),
-		P99:        time.Duration(r.P99Nanos),
-		Max:        time.Duration(r.MaxNanos),
-		Client:     HTTPClientOwn,
-	}, nil
+	m := r.measurement()
+	m.Client = HTTPClientOwn
+	return m, nil
 }
