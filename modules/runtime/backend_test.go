@@ -91,6 +91,9 @@ func TestPortableBackendRunsTasksAndTimers(t *testing.T) {
 	if rt.Backend() != BackendPortable {
 		t.Skipf("FAIO_BACKEND chose %v", rt.Backend())
 	}
+	if _, err := SubmitOn(context.Background(), rt, nopOp{}); err != ErrNoRing {
+		t.Fatalf("SubmitOn = %v, want ErrNoRing", err)
+	}
 	got, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 		if _, err := Submit(ctx, nopOp{}); !errors.Is(err, ErrNoRing) {
 			return 0, fmt.Errorf("Submit = %v, want ErrNoRing", err)

@@ -65,6 +65,9 @@ func SubmitOn(ctx context.Context, rt *Runtime, op Op) (Result, error) {
 	if taskFor(ctx) != nil {
 		return Submit(ctx, op)
 	}
+	if rt.backend == BackendPortable {
+		return Result{}, ErrNoRing
+	}
 	if err := ctx.Err(); err != nil {
 		// Like Submit: an operation whose context has ended does not
 		// start (the spawned task would not see ctx in time).
