@@ -192,7 +192,10 @@ func (j *ioJob) Prep(sqe *uring.SQE) {
 func (j *ioJob) run(ctx context.Context, s *rtState) started {
 	res, err := runtime.Submit(ctx, j)
 	result := int64(res.Res)
-	if err != nil {
+	switch {
+	case err == runtime.ErrNoRing:
+		result = j.portable(ctx) // io_portable.go
+	case err != nil:
 		result = int64(errorCode(err))
 	}
 	if j.status {

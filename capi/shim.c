@@ -88,7 +88,7 @@ const char *faio_strerror(int code)
     case FAIO_ENOMEM: return "faio: too many live handles";
     case FAIO_EINTERNAL: return "faio: internal error";
     case FAIO_ENOURING: return "faio: io_uring is unavailable (refused by a seccomp filter, as container runtimes do by default, "
-                               "or missing from the kernel); FAIO_BACKEND_AUTO runs on the portable backend, without the I/O calls";
+                               "or missing from the kernel); FAIO_BACKEND_AUTO runs on the portable backend instead";
     }
     if (code < 0 && code > -4096) {
         /* strerrordesc_np returns a static string and is thread-safe;

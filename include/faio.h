@@ -145,10 +145,7 @@ enum faio_error {
     FAIO_EINTERNAL = -10012,
     /* io_uring is unavailable: faio_runtime_new with FAIO_BACKEND_IO_URING
      * where the kernel refuses or lacks it (a seccomp filter, as container
-     * runtimes install by default; a kernel without CONFIG_IO_URING), and
-     * faio_read, faio_write, faio_recv, faio_send, faio_accept,
-     * faio_connect and faio_close on a runtime that runs on the portable
-     * backend (their callback gets it). */
+     * runtimes install by default; a kernel without CONFIG_IO_URING). */
     FAIO_ENOURING = -10013
 };
 
@@ -162,7 +159,12 @@ enum faio_backend {
     /* io_uring or nothing: faio_runtime_new fails with FAIO_ENOURING. */
     FAIO_BACKEND_IO_URING = 1,
     /* No io_uring: tasks, timers, mutexes and channels work as on
-     * io_uring; the I/O calls of this header complete with FAIO_ENOURING. */
+     * io_uring. The I/O calls of this header work too, with the same
+     * callbacks and buffer rules: each pending operation waits for its
+     * descriptor with poll(2) on a thread of its own (fine for a fallback,
+     * not for thousands of connections), and completes with FAIO_ECANCELED
+     * within 50 ms of faio_runtime_free. faio_connect makes the socket
+     * non-blocking while it waits and restores its flags. */
     FAIO_BACKEND_PORTABLE = 2
 };
 

@@ -153,10 +153,13 @@ step "every faio.h function, typed by its prototype, links and resolves into lib
 if step "build the C test (gcc -Wall -Werror)" \
     gcc -std=c11 "${cflags[@]}" capi/test/test_*.c "${link[@]}" -o "$out/capi_test"; then
     run_cases "C test" "$out/capi_test"
+    # Again on the portable backend (no io_uring), I/O included.
+    FAIO_BACKEND=portable run_cases "C test, portable backend" "$out/capi_test"
 fi
 if step "build the C++ test (g++ -std=c++20 -Wall -Werror)" \
     g++ -std=c++20 "${cflags[@]}" capi/test/test_cpp.cpp "${link[@]}" -o "$out/cpp_test"; then
     run_cases "C++ test" "$out/cpp_test"
+    FAIO_BACKEND=portable run_cases "C++ test, portable backend" "$out/cpp_test"
 fi
 
 # ---- examples ------------------------------------------------------------

@@ -142,13 +142,15 @@ func (c Config) withDefaults() (Config, error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf(format, args...))
 	}
+	// The Config's own value is checked even where the environment
+	// overrides it: a bad value is the program's error.
+	if c.IOBackend < BackendAuto || c.IOBackend > BackendPortable {
+		bad("IOBackend = %d, want BackendAuto, BackendIOUring or BackendPortable", int(c.IOBackend))
+	}
 	if b, ok, err := backendFromEnv(); err != nil {
 		errs = append(errs, err)
 	} else if ok {
 		c.IOBackend = b
-	}
-	if c.IOBackend < BackendAuto || c.IOBackend > BackendPortable {
-		bad("IOBackend = %d, want BackendAuto, BackendIOUring or BackendPortable", int(c.IOBackend))
 	}
 	if c.Workers < 1 || c.Workers > maxWorkers {
 		bad("Workers = %d, want 1..%d", c.Workers, maxWorkers)

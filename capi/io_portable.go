@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio/modules/uring"
+	"golang.org/x/sys/unix"
+)
+
+// The C I/O calls on the portable backend, where there is no ring to
+// submit to. The descriptor is the C program's, so faio neither registers
+// it with Go's netpoller (which would take it over) nor changes its flags
+// for long: a goroutine of its own waits with poll(2) until the descriptor
+// is ready, then makes the call, while the task that started the operation
+// suspends. The poll wakes every pollSlice to see whether the runtime is
+// shutting down (the only cancellation of a C operation), so a pending
+// operation completes with FAIO_ECANCELED within that time of
+// faio_runtime_free. Each pending operation holds an OS thread while it
+// waits: fine for a fallback, not for ten thousand connections.
+
+// pollSlice bounds how long a pending operation takes to notice shutdown.
+const pollSlice = 50 // ms
+
+// portable runs j as described above and returns its result as the ring
+// would: a count or a descriptor, or a negated errno, or FAIO_ECANCELED.
+func (j *ioJob) portable(ctx context.Context) int64 {
+	var (
+		mu     sync.Mutex
+		done   bool
+		result int64
+		waiter runtime.Waker
+	)
+	go func() {
+		r := j.blocking(ctx)
+		mu.Lock()
+		result, done = r, true
+		w := waiter
+		mu.Unlock()
+		w.Wake()
+	}()
+	// Not cancellable: the goroutine uses the C buffer until it returns,
+	// and it returns soon after ctx ends.
+	_ = runtime.Suspend(context.WithoutCancel(ctx), func(w runtime.Waker) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return false
+		}
+		waiter = w
+		return true
+	})
+	return result
+}
+
+// blocking performs j in the calling goroutine.
+func (j *ioJob) blocking(ctx context.Context) int64 {
+	fd := int(j.fd)
+	if fd < 0 {
+		return -int64(unix.EBADF) // poll(2) would ignore it and wait forever
+	}
+	switch j.op {
+	case uring.OpClose:
+		return errnoResult(0, unix.Close(fd))
+	case uring.OpConnect:
+		return j.connect(ctx)
+	}
+	events := int16(unix.POLLIN)
+	if j.op == uring.OpWrite || j.op == uring.OpSend {
+		events = unix.POLLOUT
+	}
+	for {
+		if r, ok := waitReady(ctx, fd, events); !ok {
+			return r
+		}
+		r, errno := j.call()
+		if errno == unix.EAGAIN || errno == unix.EINTR {
+			continue // raced with another reader, or not ready after all
+		}
+		return errnoResult(r, errno)
+	}
+}
+
+// waitReady polls fd for events until it is ready (true), ctx ends
+// (FAIO_ECANCELED) or poll fails (its negated errno).
+func waitReady(ctx context.Context, fd int, events int16) (int64, bool) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: events}}
+	for {
+		if ctx.Err() != nil {
+			return int64(codeECANCELED), false
+		}
+		n, err := unix.Poll(fds, pollSlice)
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			return errnoResult(0, err), false
+		case n > 0:
+			// Ready, or an error or hang-up the call will report.
+			return 0, true
+		}
+	}
+}
+
+// call makes j's system call once; a socket call does not wait.
+func (j *ioJob) call() (uintptr, error) {
+	fd, b := uintptr(j.fd), j.buf
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	var r uintptr
+	var errno syscall.Errno
+	switch j.op {
+	case uring.OpRead, uring.OpWrite:
+		trap := uintptr(unix.SYS_PREAD64)
+		if j.op == uring.OpWrite {
+			trap = unix.SYS_PWRITE64
+		}
+		if j.off == uring.CurrentPos {
+			trap = unix.SYS_READ
+			if j.op == uring.OpWrite {
+				trap = unix.SYS_WRITE
+			}
+		}
+		r, _, errno = unix.Syscall6(trap, fd, uintptr(p), uintptr(len(b)), uintptr(j.off), 0, 0)
+	case uring.OpRecv:
+		r, _, errno = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(p), uintptr(len(b)), uintptr(j.flags|unix.MSG_DONTWAIT), 0, 0)
+	case uring.OpSend:
+		r, _, errno = unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(p), uintptr(len(b)), uintptr(j.flags|unix.MSG_DONTWAIT), 0, 0)
+	case uring.OpAccept:
+		r, _, errno = unix.Syscall6(unix.SYS_ACCEPT4, fd, 0, 0, uintptr(j.flags), 0, 0)
+	default:
+		errno = unix.EINVAL
+	}
+	if errno != 0 {
+		return r, errno
+	}
+	return r, nil
+}
+
+// connect connects the C program's socket: non-blocking for the duration
+// (so shutdown can interrupt it), its flags restored afterwards.
+func (j *ioJob) connect(ctx context.Context) int64 {
+	fd := int(j.fd)
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return errnoResult(0, err)
+	}
+	if flags&unix.O_NONBLOCK == 0 {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags|unix.O_NONBLOCK); err != nil {
+			return errnoResult(0, err)
+		}
+		defer unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags)
+	}
+	_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(j.addr)), uintptr(j.addrLen))
+	if errno != unix.EINPROGRESS && errno != unix.EINTR {
+		return errnoResult(0, errnoErr(errno))
+	}
+	for {
+		if r, ok := waitReady(ctx, fd, unix.POLLOUT); !ok {
+			return r
+		}
+		soerr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err != nil {
+			return errnoResult(0, err)
+		}
+		switch errno := syscall.Errno(soerr); errno {
+		case unix.EINPROGRESS, unix.EALREADY:
+		case 0:
+			return 0
+		default:
+			return errnoResult(0, errno)
+		}
+	}
+}
+
+func errnoErr(errno syscall.Errno) error {
+	if errno == 0 {
+		return nil
+	}
+	return errno
+}
+
+// errnoResult is r, or the negated errno of err.
+func errnoResult(r uintptr, err error) int64 {
+	if errno, ok := err.(syscall.Errno); ok && errno != 0 {
+		return -int64(errno)
+	}
+	if err != nil {
+		return int64(codeEINTERNAL)
+	}
+	return int64(r)
+}
