@@ -6,9 +6,11 @@ type runtimeKey struct{}
 
 // WithRuntime returns a copy of ctx that carries rt, for plain goroutines
 // that use faio's I/O (and other packages built on Submit): an operation
-// given such a context runs on rt through SubmitOn and blocks the calling
-// goroutine, where a task's context would make the task suspend. Inside a
-// task, the task's own context already names its runtime.
+// given such a context blocks the calling goroutine, where a task's context
+// would make the task suspend. Package aio then makes the system call in
+// the goroutine (a socket waits in Go's netpoller); a raw Op goes to rt
+// through SubmitOn. Inside a task, the task's own context already names its
+// runtime.
 //
 //	ctx := runtime.WithRuntime(context.Background(), rt)
 //	f, err := aio.Open(ctx, "data.bin") // from main, say

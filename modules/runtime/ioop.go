@@ -26,6 +26,7 @@ type Result struct {
 // Submit returns, whatever happened.
 //
 // Submit must be called from a task; from a plain goroutine use SubmitOn.
+// On the portable backend there is no ring: Submit returns ErrNoRing.
 func Submit(ctx context.Context, op Op) (Result, error) {
 	t := taskFor(ctx)
 	if t == nil {
@@ -59,7 +60,8 @@ func Submit(ctx context.Context, op Op) (Result, error) {
 }
 
 // SubmitOn runs op on rt from a plain goroutine (or any context): a task
-// is spawned to submit it, and SubmitOn waits for that task, even when ctx
+// is spawned to submit it (ErrNoRing at once on the portable backend), and
+// SubmitOn waits for that task, even when ctx
 // is cancelled, so op's memory is free again when it returns.
 func SubmitOn(ctx context.Context, rt *Runtime, op Op) (Result, error) {
 	if taskFor(ctx) != nil {
