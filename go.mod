@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/faio-go/faio/modules/driver v0.0.0 // indirect
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
@@ -21,6 +22,7 @@ require (
 replace (
 	github.com/faio-go/faio/modules/aio => ./modules/aio
 	github.com/faio-go/faio/modules/channel => ./modules/channel
+	github.com/faio-go/faio/modules/driver => ./modules/driver
 	github.com/faio-go/faio/modules/faiohttp => ./modules/faiohttp
 	github.com/faio-go/faio/modules/ringq => ./modules/ringq
 	github.com/faio-go/faio/modules/runtime => ./modules/runtime

@@ -13,6 +13,7 @@ require (
 require (
 	github.com/faio-go/faio/modules/aio v0.0.0 // indirect
 	github.com/faio-go/faio/modules/channel v0.0.0 // indirect
+	github.com/faio-go/faio/modules/driver v0.0.0 // indirect
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/runtime v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
@@ -29,6 +30,7 @@ replace (
 	github.com/faio-go/faio => ..
 	github.com/faio-go/faio/modules/aio => ../modules/aio
 	github.com/faio-go/faio/modules/channel => ../modules/channel
+	github.com/faio-go/faio/modules/driver => ../modules/driver
 	github.com/faio-go/faio/modules/faiohttp => ../modules/faiohttp
 	github.com/faio-go/faio/modules/ringq => ../modules/ringq
 	github.com/faio-go/faio/modules/runtime => ../modules/runtime

@@ -13,6 +13,7 @@ require (
 )
 
 require (
+	github.com/faio-go/faio/modules/driver v0.0.0 // indirect
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
@@ -20,6 +21,7 @@ require (
 
 replace (
 	github.com/faio-go/faio/modules/channel => ../modules/channel
+	github.com/faio-go/faio/modules/driver => ../modules/driver
 	github.com/faio-go/faio/modules/ringq => ../modules/ringq
 	github.com/faio-go/faio/modules/runtime => ../modules/runtime
 	github.com/faio-go/faio/modules/statemachine => ../modules/statemachine

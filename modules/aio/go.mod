@@ -15,12 +15,14 @@ require (
 )
 
 require (
+	github.com/faio-go/faio/modules/driver v0.0.0 // indirect
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
 )
 
 replace (
+	github.com/faio-go/faio/modules/driver => ../driver
 	github.com/faio-go/faio/modules/ringq => ../ringq
 	github.com/faio-go/faio/modules/runtime => ../runtime
 	github.com/faio-go/faio/modules/statemachine => ../statemachine

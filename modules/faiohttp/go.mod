@@ -9,6 +9,7 @@ require (
 )
 
 require (
+	github.com/faio-go/faio/modules/driver v0.0.0 // indirect
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
@@ -18,6 +19,7 @@ require (
 
 replace (
 	github.com/faio-go/faio/modules/aio => ../aio
+	github.com/faio-go/faio/modules/driver => ../driver
 	github.com/faio-go/faio/modules/ringq => ../ringq
 	github.com/faio-go/faio/modules/runtime => ../runtime
 	github.com/faio-go/faio/modules/statemachine => ../statemachine

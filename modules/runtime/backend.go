@@ -2,66 +2,51 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"log"
-	"os"
 	"sync"
 	"time"
+
+	"github.com/faio-go/faio/modules/driver"
 )
 
-// Backend is what a runtime's workers sleep on and run I/O with.
-type Backend int
+// Backend is what a runtime's workers sleep on and run I/O with (see
+// package driver, which implements both).
+type Backend = driver.Backend
 
 const (
 	// BackendAuto uses io_uring where the kernel allows it and falls back
 	// to BackendPortable where it does not (a seccomp filter refusing
 	// io_uring, as Docker's and containerd's default profiles do; a kernel
 	// without it; gVisor). It is the default.
-	BackendAuto Backend = iota
+	BackendAuto = driver.BackendAuto
 	// BackendIOUring requires io_uring: New fails without it.
-	BackendIOUring
+	BackendIOUring = driver.BackendIOUring
 	// BackendPortable needs no io_uring. Workers sleep on Go primitives
 	// until their next timer or a wake-up; Submit is refused (ErrNoRing),
 	// and packages built on it do their I/O as plain Go does (package
 	// aio: sockets wait in Go's netpoller, files run on a bounded pool of
 	// goroutines), with the calling task suspended meanwhile. Scheduling,
 	// timers, sync and channels are the same on both backends.
-	BackendPortable
+	BackendPortable = driver.BackendPortable
 )
 
 // EnvBackend names the environment variable that overrides
 // Config.IOBackend for operators: "auto", "io_uring" or "portable".
-const EnvBackend = "FAIO_BACKEND"
+const EnvBackend = driver.EnvBackend
 
 // ErrNoRing is returned by Submit on a runtime whose backend has no
 // io_uring (BackendPortable).
 var ErrNoRing = errors.New("faio/runtime: Submit needs io_uring, and this runtime runs on the portable backend")
 
-func (b Backend) String() string {
-	switch b {
-	case BackendAuto:
-		return "auto"
-	case BackendIOUring:
-		return "io_uring"
-	case BackendPortable:
-		return "portable"
-	}
-	return fmt.Sprintf("Backend(%d)", int(b))
-}
+// Op is one io_uring operation (see driver.Op): Prep fills the submission
+// entry, and the Op keeps the memory it references reachable until its
+// completion has been reaped.
+type Op = driver.Op
 
-// backendFromEnv returns the backend FAIO_BACKEND asks for, if set.
-func backendFromEnv() (Backend, bool, error) {
-	v, ok := os.LookupEnv(EnvBackend)
-	if !ok || v == "" {
-		return 0, false, nil
-	}
-	for _, b := range []Backend{BackendAuto, BackendIOUring, BackendPortable} {
-		if v == b.String() {
-			return b, true, nil
-		}
-	}
-	return 0, false, fmt.Errorf("%s=%q, want auto, io_uring or portable", EnvBackend, v)
-}
+// Result is the completion of an Op: Res is the kernel's result (a count,
+// an fd, ...), Flags the CQE flags. Result.Err turns a negative Res into
+// the errno.
+type Result = driver.Result
 
 // fallbackNotice makes the default fallback notice print once per process.
 var fallbackNotice sync.Once
@@ -81,42 +66,63 @@ func (rt *Runtime) fellBack(err error) {
 // BackendPortable, never BackendAuto.
 func (rt *Runtime) Backend() Backend { return rt.backend }
 
-// portableEngine is the wait and wake-up of a worker without io_uring:
-// a one-slot channel that wake fills and wait drains, with a reusable
-// timer for the next deadline.
-type portableEngine struct {
-	wakeCh chan struct{}
-	timer  *time.Timer
+// engine is a worker's driver: a driver.Ring on io_uring, a
+// driver.Portable otherwise.
+type engine interface {
+	Wait(timeout time.Duration)
+	Wake()
+	Reap() int
+	Start(op Op, t *Task, gen uint64) driver.OpID
+	Cancel(id driver.OpID)
+	CancelPending() bool
+	Counts() (submitted, completed uint64)
+	Quiesce()
+	Close()
 }
 
-func newPortableEngine() portableEngine {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return portableEngine{wakeCh: make(chan struct{}, 1), timer: t}
-}
-
-func (p *portableEngine) wait(timeout time.Duration) {
-	switch {
-	case timeout < 0:
-		<-p.wakeCh
-	case timeout == 0:
-		select {
-		case <-p.wakeCh:
-		default:
-		}
-	default:
-		p.timer.Reset(timeout)
-		select {
-		case <-p.wakeCh:
-		case <-p.timer.C:
-		}
-		p.timer.Stop()
+// newEngine creates worker w's driver for the runtime's backend; a test
+// stands in a refusal of io_uring for it.
+var newEngine = func(w *worker, backend Backend) (engine, error) {
+	if backend == BackendPortable {
+		return driver.NewPortable[*Task](), nil
 	}
+	return newRing(w)
 }
 
-func (p *portableEngine) wake() {
-	select {
-	case p.wakeCh <- struct{}{}:
-	default: // a wake-up is pending already
+// startIO runs on worker w right after t suspended for an I/O: it starts
+// the operation on w's ring. The wait is published by the caller.
+func (w *worker) startIO(t *Task, gen uint64) {
+	c := t.coro
+	c.ioRes, c.ioFlags = 0, 0
+	t.ioWorker.Store(w)
+	t.ioID.Store(uint64(w.io.Start(c.ioOp, t, gen)))
+}
+
+// ioDone is the driver's completion callback, on worker w: it hands the
+// result to the task waiting for it.
+func (w *worker) ioDone(t *Task, gen uint64, r Result) bool {
+	// Store the result before publishing the wake-up: the claim hands the
+	// task to whoever runs it next.
+	c := t.coro
+	c.ioRes, c.ioFlags, c.ioDone = r.Res, r.Flags, true
+	to := uint64(stWoken)
+	if t.wstate.Load()&stIOCancel != 0 {
+		to = stCancelled
+	}
+	if won, _ := t.claim(gen, to); won {
+		w.pushWoken(t)
+		return true
+	}
+	return false
+}
+
+// requestCancel asks worker w to cancel operation id: Wake and
+// cancellation race through claim for other waits, but an I/O wait may
+// only end with its completion, so cancellation is a request the worker
+// turns into an ASYNC_CANCEL.
+func (w *worker) requestCancel(id driver.OpID) {
+	w.io.Cancel(id)
+	if w.parked.Load() {
+		w.unpark()
 	}
 }

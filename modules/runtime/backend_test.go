@@ -12,16 +12,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/faio-go/faio/modules/uring"
 )
 
 // refuseRings makes ring setup fail as under a seccomp filter, for one test.
 func refuseRings(t *testing.T) error {
 	refused := fmt.Errorf("faio/uring: io_uring_setup: %w", syscall.EPERM)
-	old := setupRing
-	setupRing = func(uint32, *uring.Params) (*uring.Ring, error) { return nil, refused }
-	t.Cleanup(func() { setupRing = old })
+	old := newEngine
+	newEngine = func(w *worker, b Backend) (engine, error) {
+		if b == BackendPortable {
+			return old(w, b)
+		}
+		return nil, fmt.Errorf("faio/driver: worker %d: %w", w.id, refused)
+	}
+	t.Cleanup(func() { newEngine = old })
 	t.Setenv(EnvBackend, "") // the operator's choice would hide the fallback
 	return refused
 }

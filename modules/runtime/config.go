@@ -5,6 +5,8 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"time"
+
+	"github.com/faio-go/faio/modules/driver"
 )
 
 // PanicPolicy says what happens when a task panics.
@@ -147,7 +149,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IOBackend < BackendAuto || c.IOBackend > BackendPortable {
 		bad("IOBackend = %d, want BackendAuto, BackendIOUring or BackendPortable", int(c.IOBackend))
 	}
-	if b, ok, err := backendFromEnv(); err != nil {
+	if b, ok, err := driver.BackendFromEnv(); err != nil {
 		errs = append(errs, err)
 	} else if ok {
 		c.IOBackend = b

@@ -36,13 +36,11 @@ type coro struct {
 	sleepUntil  time.Duration
 	timer       timerwheel.Handle
 	timerWorker *worker
-	// An I/O wait (Submit): the operation, its in-flight record on the
-	// worker's ring, and the completion.
+	// An I/O wait (Submit): the operation and its completion.
 	ioOp    Op
-	ioRec   int32
 	ioRes   int32
 	ioFlags uint32
-	ioDone  bool // the completion arrived (set by completeIO)
+	ioDone  bool // the completion arrived (set by ioDone)
 }
 
 // coroutines maps the identity of every live coroutine goroutine to its

@@ -85,6 +85,6 @@
 //
 // A worker whose io_uring can no longer be entered (its descriptor closed
 // or reused by mistake elsewhere in the program) stops the process with a
-// RingError, as Go's netpoller does when its epoll descriptor fails:
+// driver.RingError, as Go's netpoller does when its epoll descriptor fails:
 // operations in flight there can neither complete nor be cancelled safely.
 package runtime

@@ -12,9 +12,13 @@ require (
 
 require go.uber.org/goleak v1.3.0
 
-require pgregory.net/rapid v1.3.0
+require (
+	github.com/faio-go/faio/modules/driver v0.0.0
+	pgregory.net/rapid v1.3.0
+)
 
 replace (
+	github.com/faio-go/faio/modules/driver => ../driver
 	github.com/faio-go/faio/modules/ringq => ../ringq
 	github.com/faio-go/faio/modules/statemachine => ../statemachine
 	github.com/faio-go/faio/modules/timerwheel => ../timerwheel

@@ -5,13 +5,6 @@ import (
 	"errors"
 )
 
-// Result is the completion of an Op: Res is the kernel's result (a count,
-// an fd, ...), Flags the CQE flags.
-type Result struct {
-	Res   int32
-	Flags uint32
-}
-
 // Submit runs op on the io_uring of the worker running the calling task and
 // returns its completion. The task suspends; its worker batches the
 // submission with others (Config.SubmitBatch) and requeues the task when

@@ -94,7 +94,7 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		if err != nil {
 			for _, w := range rt.workers {
-				w.io.close()
+				w.io.Close()
 			}
 			return nil, err
 		}
@@ -126,7 +126,7 @@ func (rt *Runtime) newWorker(id int) (*worker, error) {
 	}
 	w := &worker{id: id, rt: rt, local: local, wheel: wheel, stopped: make(chan struct{})}
 	w.fireFn = w.fireTimer
-	w.io, err = newIOEngine(w, rt.cfg.RingEntries, rt.backend)
+	w.io, err = newEngine(w, rt.backend)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +304,7 @@ func (rt *Runtime) Close() error {
 		rt.shutdown.Store(true)
 		for _, w := range rt.workers {
 			w.parked.Store(false)
-			w.io.wake()
+			w.io.Wake()
 		}
 		rt.workerWG.Wait()
 		if rt.watchdog != nil {
@@ -325,8 +325,8 @@ func (rt *Runtime) Close() error {
 		<-stopped
 		for _, w := range rt.workers {
 			w.coros = nil
-			w.io.quiesce()
-			w.io.close()
+			w.io.Quiesce()
+			w.io.Close()
 		}
 		// Every task has ended: what failed unjoined is reported now.
 		rt.reportUnobserved(0, true)

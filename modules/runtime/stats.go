@@ -17,7 +17,7 @@ type Stats struct {
 	Wakes         uint64 // times a sleeping worker was woken by another
 	IOSubmitted   uint64 // SQEs submitted
 	IOCompleted   uint64 // CQEs reaped
-	IOErrors      uint64 // passing io_uring_enter errors, retried (a broken ring stops the process: RingError)
+	IOErrors      uint64 // passing io_uring_enter errors, retried (a broken ring stops the process: driver.RingError)
 	Stalls        uint64 // stalls seen by the watchdog
 	Coroutines    uint64 // coroutines created (the rest were reused)
 	PerWorker     []WorkerStats
@@ -60,8 +60,9 @@ func (rt *Runtime) Stats() Stats {
 		s.GlobalPops += ws.globalPops.Load()
 		s.Parks += ws.parks.Load()
 		s.Wakes += ws.wakes.Load()
-		s.IOSubmitted += ws.ioSubmitted.Load()
-		s.IOCompleted += ws.ioCompleted.Load()
+		sub, done := w.io.Counts()
+		s.IOSubmitted += sub
+		s.IOCompleted += done
 		s.Coroutines += ws.corosCreated.Load()
 		s.PerWorker[i] = WorkerStats{
 			Polls:  ws.polls.Load(),

@@ -52,7 +52,7 @@ import (
 //	                                            AfterFunc or the deadline entry
 //	g|W|IO                g|W|IO|IOCancel       canceller: cancelWait (CAS), then
 //	                                            requestCancel (ASYNC_CANCEL)
-//	g|W|IO[|IOCancel]     g|Woken, g|Cancelled  I/O completion: completeIO (claim),
+//	g|W|IO[|IOCancel]     g|Woken, g|Cancelled  I/O completion: ioDone (claim),
 //	                                            Cancelled iff it saw stIOCancel
 //	g|W|R, g|Cancelled|R  g|Woken|R             worker: forceWoken, register
 //	                                            returned false
@@ -68,7 +68,8 @@ import (
 //     with its own gen: a holder of an earlier gen (a Waker left in a wait
 //     list, a timer entry that fires late, an AfterFunc still running, a
 //     late cancel request) fails the comparison and writes nothing; a late
-//     completion is caught earlier by its record's own generation. Within a
+//     completion is caught earlier by its record's own generation (package
+//     driver's OpID). Within a
 //     gen the word never returns to an earlier value and gens are not
 //     reused (58 bits), so there is no ABA: a CAS that succeeds proves that
 //     the word, and so the task, did not move since the load it was based
@@ -76,12 +77,12 @@ import (
 //   - The winner of claim queues the task. The queue (inbox mutex, LIFO
 //     slot, run queue) orders the winner's writes, with the claim itself,
 //     before the worker that pops the task and resumes it, and so before
-//     the task's load of the outcome: completeIO stores the result before
+//     the task's load of the outcome: ioDone stores the result before
 //     its claim for this reason.
 //   - The task's writes (t.gen, the coroutine's suspension fields) reach
 //     the worker through the coroutine switch. The publication Store orders
-//     everything the worker did for the wait (the I/O record and t.ioWorker
-//     in startIO, the timer entries) before any party that loads g|W; the
+//     everything the worker did for the wait (the operation started, its
+//     t.ioWorker and t.ioID in startIO, the timer entries) before any party that loads g|W; the
 //     worker reads the suspension's fields before it, since from that Store
 //     on the task may run elsewhere.
 //   - A cancellation that comes before the publication finds gen-1 and
@@ -95,18 +96,18 @@ import (
 //     wait has ended. The two CASes are ordered, so exactly one of the
 //     claimer (which saw R clear) and endRegistering (which saw the end)
 //     queues it, and never while register still runs. Only waits with a
-//     register (kindRegister, kindJoin) set R; the wheel's and completeIO's
+//     register (kindRegister, kindJoin) set R; the wheel's and ioDone's
 //     claims ignore deferred, which is always false for theirs.
 //   - An I/O wait ends only by its completion, so the task gets its buffers
 //     back only once the kernel is done with them. No Waker of an I/O wait
 //     reaches claim (its only one is the deadline entry, which cancels);
 //     cancelWait turns a cancellation into stIOCancel, once, and a request
-//     to the ring's worker (t.ioWorker, loaded before the CAS and still
-//     valid since the CAS succeeded), handed over under cancelMu; that
-//     worker submits ASYNC_CANCEL and later reaps the completion it causes,
-//     on the same goroutine, so completeIO sees stIOCancel and ends the
-//     wait Cancelled. A cancellation landing after completeIO's load loses,
-//     and the wait ends Woken with the real result.
+//     to the ring's worker (t.ioWorker and t.ioID, loaded before the CAS
+//     and still valid since the CAS succeeded), handed over under the
+//     ring's lock; that worker submits ASYNC_CANCEL and later reaps the
+//     completion it causes, on the same goroutine, so ioDone sees
+//     stIOCancel and ends the wait Cancelled. A cancellation landing after
+//     ioDone's load loses, and the wait ends Woken with the real result.
 //   - register returning false beats a cancellation landing inside
 //     register: the primitive may have handed the task a resource under its
 //     lock, so the wait must succeed. forceWoken, run by the worker while R
@@ -275,7 +276,7 @@ func (t *Task) suspend(ctx context.Context) error {
 		} else {
 			// Another worker's wheel: ask it to drop the entry, so
 			// long deadlines do not pile up stale entries there.
-			c.timerWorker.io.requestTimerCancel(c.timer)
+			c.timerWorker.requestTimerCancel(c.timer)
 		}
 		c.timerWorker = nil
 	}

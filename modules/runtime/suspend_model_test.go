@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faio-go/faio/modules/driver"
 	"github.com/faio-go/faio/modules/timerwheel"
 	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
@@ -30,19 +31,12 @@ import (
 // entry, the I/O completion, the worker's processing of cancel requests,
 // events of earlier suspensions, and events landing inside register. The
 // functions are the real ones (completeSuspend, claim through Wake and
-// fireTimer, cancelWait through Task.cancel and fireTimer, completeIO,
-// processCancels); only the two ends of suspend, which run on the task's
+// fireTimer, cancelWait through Task.cancel and fireTimer, ioDone through
+// the model's engine); only the two ends of suspend, which run on the task's
 // coroutine, are mirrored here. After every step the word must be exactly
 // what the model says, and the task queued exactly when the wait has ended
 // and register no longer runs.
 func TestSuspendModel(t *testing.T) {
-	// The model drives real completions; without io_uring (the portable
-	// backend's run under a seccomp filter) there are none to drive.
-	if r, err := setupRing(8, nil); err != nil {
-		t.Skipf("io_uring unavailable: %v", err)
-	} else {
-		r.Close()
-	}
 	rapid.Check(t, func(t *rapid.T) {
 		m := newSuspendModel(t)
 		t.Repeat(map[string]func(*rapid.T){
@@ -60,11 +54,65 @@ func TestSuspendModel(t *testing.T) {
 	})
 }
 
-// nopOp is the model's I/O. The kernel completes it at once, but the model
-// never reaps the ring: only the completions it forges reach completeIO.
+// nopOp is the model's I/O; the model's engine never runs it.
 type nopOp struct{}
 
 func (nopOp) Prep(sqe *uring.SQE) { sqe.PrepNop() }
+
+// modelEngine stands in for the worker's ring in the model: it records the
+// operations started and the cancellations asked for, and the model
+// delivers completions through it, as the ring's reap would (driver's own
+// tests check the ring's side: ids, stale completions, ASYNC_CANCEL).
+type modelEngine struct {
+	nextID  driver.OpID
+	ops     map[driver.OpID]*modelOp
+	cancels []driver.OpID
+	w       *worker
+}
+
+type modelOp struct {
+	t         *Task
+	gen       uint64
+	cancelled bool // ASYNC_CANCEL "submitted"
+}
+
+func (e *modelEngine) Start(_ Op, t *Task, gen uint64) driver.OpID {
+	e.nextID++
+	e.ops[e.nextID] = &modelOp{t: t, gen: gen}
+	return e.nextID
+}
+
+func (e *modelEngine) Cancel(id driver.OpID) { e.cancels = append(e.cancels, id) }
+func (e *modelEngine) CancelPending() bool   { return len(e.cancels) > 0 }
+
+// complete delivers op id's completion and reports whether it made the
+// task runnable; an id no longer in flight does nothing.
+func (e *modelEngine) complete(id driver.OpID, res int32) bool {
+	op := e.ops[id]
+	if op == nil {
+		return false
+	}
+	delete(e.ops, id)
+	return e.w.ioDone(op.t, op.gen, Result{Res: res})
+}
+
+// processCancels is the ring's turn at the requests: an ASYNC_CANCEL for
+// each operation still in flight.
+func (e *modelEngine) processCancels() {
+	for _, id := range e.cancels {
+		if op := e.ops[id]; op != nil {
+			op.cancelled = true
+		}
+	}
+	e.cancels = e.cancels[:0]
+}
+
+func (e *modelEngine) Wait(time.Duration)                    {}
+func (e *modelEngine) Wake()                                 {}
+func (e *modelEngine) Reap() int                             { return 0 }
+func (e *modelEngine) Counts() (submitted, completed uint64) { return 0, 0 }
+func (e *modelEngine) Quiesce()                              {}
+func (e *modelEngine) Close()                                {}
 
 // byteRecvOp receives into buf from a socket.
 type byteRecvOp struct {
@@ -89,12 +137,12 @@ type waitModel struct {
 	waker      Waker // published by register, if hasWaker
 	hasWaker   bool
 
-	ended     uint64 // 0 while waiting, then stWoken or stCancelled
-	ioCancel  bool   // stIOCancel is set
-	requests  int    // cancel requests sent to the worker
-	processed int    // of which processCancels has taken
-	completed bool   // completeIO has run
-	userData  uint64 // of the I/O's in-flight record
+	ended     uint64      // 0 while waiting, then stWoken or stCancelled
+	ioCancel  bool        // stIOCancel is set
+	requests  int         // cancel requests sent to the worker
+	processed int         // of which processCancels has taken
+	completed bool        // completeIO has run
+	id        driver.OpID // of the I/O
 }
 
 // live reports whether the wait is published, so events reach it.
@@ -103,6 +151,7 @@ func (w *waitModel) live() bool { return w.published || w.inRegister }
 type suspendModel struct {
 	t    *rapid.T // of the running action, for register
 	w    *worker
+	eng  *modelEngine
 	task *Task
 	cur  *waitModel   // nil while the task runs
 	old  []*waitModel // ended waits: their events are stale
@@ -117,17 +166,12 @@ func newSuspendModel(t *rapid.T) *suspendModel {
 	if w.wheel, err = timerwheel.New[Waker](timerwheel.Config{Resolution: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if w.io, err = newIOEngine(w, 256, BackendIOUring); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		w.io.quiesce()
-		w.io.close()
-	})
+	eng := &modelEngine{ops: map[driver.OpID]*modelOp{}, w: w}
+	w.io = eng
 	rt.workers = []*worker{w}
 	task := &Task{rt: rt, id: 1, parent: context.Background(), worker: w, coro: &coro{}}
 	task.coro.task = task
-	return &suspendModel{w: w, task: task}
+	return &suspendModel{w: w, eng: eng, task: task}
 }
 
 func fmtWord(s uint64) string {
@@ -195,12 +239,12 @@ func (m *suspendModel) check(t *rapid.T) {
 		if w.completed {
 			inFlight = 0
 		}
-		if got := m.w.io.recs.inFlight; got != inFlight {
-			t.Fatalf("%d records in flight, want %d", got, inFlight)
+		if got := len(m.eng.ops); got != inFlight {
+			t.Fatalf("%d operations in flight, want %d", got, inFlight)
 		}
 		n := w.processed
-		for _, q := range m.w.io.cancels {
-			if q.gen == w.gen {
+		for _, id := range m.eng.cancels {
+			if id == w.id {
 				n++
 			}
 		}
@@ -265,8 +309,7 @@ func (m *suspendModel) suspend(t *rapid.T) {
 		w.ended = stWoken
 	}
 	if w.kind == kindIO {
-		i := c.ioRec
-		w.userData = userData(i, m.w.io.recs.recs[i].gen)
+		w.id = driver.OpID(m.task.ioID.Load())
 	}
 }
 
@@ -393,7 +436,7 @@ func (m *suspendModel) complete(t *rapid.T) {
 		t.Skip("no I/O in flight")
 	}
 	res := rapid.SampledFrom([]int32{1, 0, -int32(unix.ECANCELED)}).Draw(t, "result")
-	if !m.w.io.completeIO(&uring.CQE{UserData: w.userData, Res: res}) {
+	if !m.eng.complete(w.id, res) {
 		t.Fatalf("the completion of the wait's own record did not end it")
 	}
 	w.completed = true
@@ -410,15 +453,15 @@ func (m *suspendModel) complete(t *rapid.T) {
 func (m *suspendModel) processCancels(t *rapid.T) {
 	w := m.cur
 	if w != nil {
-		for _, q := range m.w.io.cancels {
-			if q.gen == w.gen {
+		for _, id := range m.eng.cancels {
+			if id == w.id {
 				w.processed++
 			}
 		}
 	}
-	m.w.io.processCancels()
+	m.eng.processCancels()
 	if w != nil && w.kind == kindIO && w.published && !w.completed {
-		if r := &m.w.io.recs.recs[m.task.coro.ioRec]; r.cancelled != w.ioCancel {
+		if r := m.eng.ops[w.id]; r.cancelled != w.ioCancel {
 			t.Fatalf("ASYNC_CANCEL submitted: %v, want %v", r.cancelled, w.ioCancel)
 		}
 	}
@@ -450,7 +493,7 @@ func (m *suspendModel) staleEvent(t *rapid.T) {
 	case 3:
 		m.w.fireTimer(Waker{t: m.task, gen: o.gen})
 	case 4:
-		if o.kind == kindIO && m.w.io.completeIO(&uring.CQE{UserData: o.userData, Res: 1}) {
+		if o.kind == kindIO && m.eng.complete(o.id, 1) {
 			t.Fatalf("a completion of gen %d's record ended a wait at word %s", o.gen, fmtWord(before))
 		}
 	}

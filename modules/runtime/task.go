@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/faio-go/faio/modules/driver"
 )
 
 // Task is a running faio task. A *Task is the context.Context its function
@@ -63,8 +65,11 @@ type Task struct {
 	// coroutine before the task's function runs (labels.go).
 	labels unsafe.Pointer
 	// ioWorker is the worker whose ring holds the task's current I/O
-	// operation; cancellation sends its ASYNC_CANCEL request there.
+	// operation, and ioID the operation there; cancellation sends its
+	// ASYNC_CANCEL request to it. Both are stored by startIO before the
+	// wait is published.
 	ioWorker atomic.Pointer[worker]
+	ioID     atomic.Uint64
 	// wstate is gen<<genShift | state bits: the state of the current
 	// suspension, the one word Wake, cancellation and the worker race on.
 	wstate atomic.Uint64
@@ -316,9 +321,9 @@ func (t *Task) cancelWait(gen uint64) {
 		// The ring's worker, published (atomically, before the wait) by
 		// startIO: t.worker itself may be rewritten at any moment by a
 		// worker resuming the task after a completion we lose to.
-		w := t.ioWorker.Load()
+		w, id := t.ioWorker.Load(), driver.OpID(t.ioID.Load())
 		if t.wstate.CompareAndSwap(s, s|stIOCancel) {
-			w.requestCancel(t, gen)
+			w.requestCancel(id)
 			return
 		}
 	}

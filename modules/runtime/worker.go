@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +25,7 @@ type worker struct {
 	lifo     atomic.Pointer[Task]
 	lifoRuns int // consecutive LIFO runs this tick, bounded by maxLIFORuns
 	wheel    *timerwheel.Wheel[Waker]
-	io       *ioEngine
+	io       engine
 
 	tick      uint32
 	nextID    uint64      // ids of the tasks this worker spawns
@@ -43,12 +44,17 @@ type worker struct {
 
 	runningTask *Task // the task being resumed (owner only)
 
-	coros   []*coro // idle coroutines
-	batch   []*Task // scratch for global-queue refills and inbox drains
-	counts  localCounts
-	fireFn  func(Waker)
-	stats   workerStats
-	stopped chan struct{}
+	coros  []*coro // idle coroutines
+	batch  []*Task // scratch for global-queue refills and inbox drains
+	counts localCounts
+	fireFn func(Waker)
+	stats  workerStats
+	// Wheel entries other goroutines ask this worker to remove (a wait
+	// that ended elsewhere before its deadline), under timerCancelMu.
+	timerCancelMu sync.Mutex
+	timerCancels  []timerwheel.Handle
+	timerCancelN  atomic.Int32
+	stopped       chan struct{}
 }
 
 // heartbeatTicks: every this many ticks the worker proves to the watchdog
@@ -327,7 +333,7 @@ func (w *worker) hasWork() bool {
 	// A cancellation request for an operation on our ring is work too:
 	// requestCancel pushes it and then checks parked, we store parked and
 	// then check here, so one of us sees the other.
-	if w.io.cancelN.Load() > 0 {
+	if w.io.CancelPending() || w.timerCancelN.Load() > 0 {
 		return true
 	}
 	for _, v := range rt.workers {
@@ -350,7 +356,7 @@ func (w *worker) park() {
 		}
 		w.stats.parks.Add(1)
 		w.counts.publish(&w.stats)
-		w.io.wait(timeout)
+		w.io.Wait(timeout)
 	}
 	w.parked.Store(false)
 	if d := rt.watchdog; d != nil {
@@ -369,14 +375,15 @@ func (w *worker) park() {
 func (w *worker) unpark() {
 	if w.parked.CompareAndSwap(true, false) {
 		w.stats.wakes.Add(1)
-		w.io.wake()
+		w.io.Wake()
 	}
 }
 
 // drive reaps completions and fires due timers without blocking; it returns
 // how many tasks that made runnable.
 func (w *worker) drive() int {
-	n := w.io.reap()
+	w.processTimerCancels()
+	n := w.io.Reap()
 	if w.wheel.Len() > 0 {
 		n += w.fireTimers()
 	}
@@ -468,5 +475,4 @@ func (l *localCounts) publish(s *workerStats) {
 type workerStats struct {
 	spawned, completed, polls, steals, stolen, stealAttempts, parks, wakes, globalPops atomic.Uint64
 	corosCreated                                                                       atomic.Uint64
-	ioSubmitted, ioCompleted                                                           atomic.Uint64
 }

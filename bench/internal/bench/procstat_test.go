@@ -1,9 +1,12 @@
 package bench
 
 import (
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStatusField(t *testing.T) {
@@ -62,10 +65,26 @@ func TestProcessCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Spin until this thread has used 50ms of CPU by its own clock
+	// (CLOCK_THREAD_CPUTIME_ID), however long a loaded machine makes
+	// that take; the process's total must have grown by at least as much.
+	var spun time.Duration
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for spin := time.Now(); time.Since(spin) < 50*time.Millisecond; {
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		var ts0, ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts0); err != nil {
+			return
+		}
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+				return
+			}
+			if spun = time.Duration(ts.Nano() - ts0.Nano()); spun >= 50*time.Millisecond {
+				return
+			}
 		}
 	}()
 	<-done
@@ -73,8 +92,11 @@ func TestProcessCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := after - before; d < 20*time.Millisecond {
-		t.Errorf("CPU time grew by %v over 50ms of spinning", d)
+	if spun < 50*time.Millisecond {
+		t.Fatalf("the spinning thread got only %v of CPU in 30s", spun)
+	}
+	if d := after - before; d < spun-5*time.Millisecond {
+		t.Errorf("process CPU time grew by %v while one thread used %v", d, spun)
 	}
 }
 

@@ -1,0 +1,17 @@
+// Package driver is what a faio worker sleeps on and runs its I/O with:
+// one per worker, owned by that worker's goroutine except for Wake and
+// Cancel, which any goroutine may call.
+//
+// There are two kinds. A Ring (Linux) is an io_uring: the worker sleeps in
+// io_uring_enter, a wake-up completes a read kept pending on an eventfd,
+// and operations (Op) run on the ring, batched, with their completions
+// handed back through a callback when the worker reaps. A Portable driver
+// needs no io_uring: the worker sleeps on Go primitives until its next
+// timer or a wake-up, and there is no ring to run operations on.
+//
+// The package knows nothing of tasks: an operation is started for an owner
+// (a value of the type parameter T, the scheduler's task) and a generation
+// number the scheduler gives it, and the completion callback receives both
+// back, so the scheduler decides whom it resumes. Which backend a runtime
+// uses, and the FAIO_BACKEND override, are described by Backend.
+package driver

@@ -1,0 +1,193 @@
+package driver
+
+import (
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/faio-go/faio/modules/uring"
+)
+
+// record is an operation in flight on a ring. Records live in a per-ring
+// slab and are recycled; an OpID (the entry's UserData) is
+// index<<recordGenBits | gen, so a late completion or cancellation for a
+// recycled record is recognised and ignored.
+type record[T any] struct {
+	owner     T
+	ownerGen  uint64
+	op        Op // keeps op's memory reachable until the completion
+	gen       uint32
+	cancelled bool  // ASYNC_CANCEL submitted
+	next      int32 // free list link
+}
+
+const (
+	recordGenBits = 24
+	recordGenMask = 1<<recordGenBits - 1
+	// User data below firstRecord is reserved (wakeUserData,
+	// cancelUserData).
+	firstRecord = 1 << recordGenBits
+)
+
+// records is a ring's slab of in-flight records. Index 0 is never used,
+// so no OpID collides with the reserved user data.
+type records[T any] struct {
+	recs     []record[T]
+	free     int32 // head of the free list, 0 when empty
+	inFlight int
+}
+
+func (s *records[T]) alloc() int32 {
+	if s.free == 0 {
+		if len(s.recs) == 0 {
+			s.recs = append(s.recs, record[T]{})
+		}
+		s.recs = append(s.recs, record[T]{})
+		s.free = int32(len(s.recs) - 1)
+	}
+	i := s.free
+	s.free = s.recs[i].next
+	s.recs[i].next = 0
+	s.inFlight++
+	return i
+}
+
+func (s *records[T]) release(i int32) {
+	r := &s.recs[i]
+	var zero T
+	r.owner, r.op, r.cancelled = zero, nil, false
+	r.gen = (r.gen + 1) & recordGenMask
+	r.next = s.free
+	s.free = i
+	s.inFlight--
+}
+
+// lookup returns the live record id names, or nil.
+func (s *records[T]) lookup(id OpID) (*record[T], int32) {
+	i := int32(uint64(id) >> recordGenBits)
+	if i <= 0 || int(i) >= len(s.recs) {
+		return nil, 0
+	}
+	r := &s.recs[i]
+	if r.gen != uint32(uint64(id)&recordGenMask) || r.op == nil {
+		return nil, 0
+	}
+	return r, i
+}
+
+func opID(i int32, gen uint32) OpID { return OpID(uint64(i)<<recordGenBits | uint64(gen)) }
+
+// Start prepares op on the ring for owner's suspension gen and returns its
+// id; the entry is submitted with the next batch (at once when
+// cfg.SubmitBatch entries are prepared, else at the next Reap or Wait).
+// cfg.Done receives the completion. Start never fails for a full
+// submission queue: it submits (and reaps) until an entry is free.
+func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
+	i := r.recs.alloc()
+	rec := &r.recs.recs[i]
+	rec.owner, rec.ownerGen, rec.op = owner, gen, op
+	sqe := r.getSQE()
+	op.Prep(sqe)
+	id := opID(i, rec.gen)
+	sqe.UserData = uint64(id)
+	r.pending++
+	if r.pending >= r.cfg.SubmitBatch {
+		r.submit()
+	}
+	return id
+}
+
+// Cancel asks the ring's worker to cancel operation id in the kernel
+// (IORING_OP_ASYNC_CANCEL) at its next Reap; safe from any goroutine. The
+// operation still ends with its own completion, reporting the
+// cancellation or, if it finished first, its result. The caller wakes the
+// worker if it sleeps: CancelPending reports queued requests.
+func (r *Ring[T]) Cancel(id OpID) {
+	r.cancelMu.Lock()
+	r.cancels = append(r.cancels, id)
+	r.cancelN.Add(1)
+	r.cancelMu.Unlock()
+}
+
+// CancelPending reports whether Cancel requests wait for the worker; safe
+// from any goroutine.
+func (r *Ring[T]) CancelPending() bool { return r.cancelN.Load() > 0 }
+
+// processCancels submits ASYNC_CANCEL for every requested cancellation
+// whose operation is still in flight.
+func (r *Ring[T]) processCancels() {
+	if r.cancelN.Load() == 0 {
+		return
+	}
+	r.cancelMu.Lock()
+	ids := append(r.cancelScratch[:0], r.cancels...)
+	r.cancels = r.cancels[:0]
+	r.cancelN.Store(0)
+	r.cancelMu.Unlock()
+	for _, id := range ids {
+		rec, _ := r.recs.lookup(id)
+		if rec == nil || rec.cancelled {
+			continue
+		}
+		rec.cancelled = true
+		sqe := r.getSQE()
+		sqe.PrepAsyncCancel(uint64(id), 0)
+		sqe.UserData = cancelUserData
+		r.pending++
+	}
+	r.cancelScratch = ids[:0]
+	r.submit()
+}
+
+// completeOp hands a completion to its record's owner.
+func (r *Ring[T]) completeOp(cqe *uring.CQE) bool {
+	rec, i := r.recs.lookup(OpID(cqe.UserData))
+	if rec == nil {
+		return false
+	}
+	owner, gen := rec.owner, rec.ownerGen
+	r.recs.release(i)
+	return r.cfg.Done(owner, gen, Result{Res: cqe.Res, Flags: cqe.Flags})
+}
+
+// getSQE returns a free submission entry, submitting (and, if the kernel
+// pushes back, reaping completions) until one is free: an operation waits
+// for room, it never fails for lack of it.
+func (r *Ring[T]) getSQE() *uring.SQE {
+	for tries := 0; ; tries++ {
+		if sqe := r.ring.GetSQE(); sqe != nil {
+			return sqe
+		}
+		r.submit()
+		if sqe := r.ring.GetSQE(); sqe != nil {
+			return sqe
+		}
+		// The kernel refused more work (EBUSY: too many completions
+		// unreaped): reap, and after a few rounds wait for one.
+		r.ring.ForEachCQE(r.reapFn)
+		if tries > 3 {
+			if _, err := r.ring.SubmitAndWaitTimeout(1, time.Millisecond); err != nil && !errors.Is(err, syscall.ETIME) {
+				r.enterFailed(err)
+			}
+			r.ring.ForEachCQE(r.reapFn)
+		}
+	}
+}
+
+// submit hands the prepared entries to the kernel. A failure leaves them
+// queued; the next submit retries them.
+func (r *Ring[T]) submit() {
+	if r.ring.SQReady() == 0 {
+		r.pending = 0
+		return
+	}
+	n, err := r.ring.Submit()
+	if n > 0 {
+		r.submitted.Add(uint64(n))
+	}
+	if err != nil {
+		r.enterFailed(err)
+		return
+	}
+	r.pending = int(r.ring.SQReady())
+}

@@ -1,0 +1,280 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/faio-go/faio/modules/uring"
+	"golang.org/x/sys/unix"
+)
+
+// Op is one io_uring operation: Prep fills the submission entry (opcode,
+// fd, buffers; not UserData, which the Ring owns). The Op value is kept in
+// the in-flight record from Start until the completion is reaped, so every
+// buffer, iovec array, sockaddr or path it references stays reachable by
+// the GC (and, being heap memory, unmoved) while the kernel may use it. An
+// Op must reference its memory through Go pointers (slices, pointers),
+// never only through integers.
+//
+// Prep runs on the worker that submits; it must not block.
+type Op interface {
+	Prep(sqe *uring.SQE)
+}
+
+// Err returns the error of a failed completion (a negative Res), wrapping
+// the errno so errors.Is(err, syscall.ECONNRESET) works; nil otherwise.
+func (r Result) Err() error { return uring.ResultError(r.Res) }
+
+// RingConfig configures a Ring.
+type RingConfig[T any] struct {
+	Entries     int // submission queue size
+	SubmitBatch int // prepared entries that make Start submit at once
+	Worker      int // the owning worker's index, for errors
+	// Done receives each operation's completion, on the owner's goroutine
+	// during Reap or Wait, with the owner and generation given to Start;
+	// it reports whether that made the owner runnable (Reap counts them).
+	Done func(owner T, gen uint64, r Result) bool
+	// Failed receives passing io_uring_enter errors (a signal, the kernel
+	// short of memory); the next enter retries. A failure that says the
+	// ring cannot be entered at all panics with a *RingError instead.
+	Failed func(error)
+}
+
+// setup creates the io_uring; a test stands in a refusal for it.
+var setup = uring.New
+
+// Ring is a worker's io_uring: the place the worker sleeps, the target of
+// its wake-ups (a read kept pending on an eventfd) and the ring its
+// operations run on. Every method but Wake and Cancel belongs to the
+// owning worker's goroutine.
+type Ring[T any] struct {
+	cfg  RingConfig[T]
+	ring *uring.Ring
+	efd  int
+	// efdBuf receives the eventfd counter. It lives in the Ring's heap
+	// object, referenced for the ring's whole life, so the kernel's write
+	// into it is always into live, unmoving memory.
+	efdBuf   [8]byte
+	efdArmed bool
+	// efdMu orders Wake (any goroutine) against Close: a wake that comes
+	// late, after Close, must not write to a closed (maybe reused) fd.
+	efdMu  sync.RWMutex
+	reapFn func(*uring.CQE)
+	reaped int
+
+	// Operations in flight: the records, the entries prepared and not yet
+	// submitted, and the ASYNC_CANCEL requests other goroutines ask for,
+	// under cancelMu.
+	recs          records[T]
+	pending       int
+	cancelMu      sync.Mutex
+	cancels       []OpID
+	cancelScratch []OpID
+	cancelN       atomic.Int32
+
+	submitted, completed atomic.Uint64
+}
+
+// User data of the eventfd read and of the ASYNC_CANCEL entries (whose
+// completions are ignored); operation records use firstRecord and up.
+const (
+	wakeUserData   = 1
+	cancelUserData = 2
+)
+
+// NewRing creates a ring of cfg.Entries entries with its wake-up eventfd.
+// It fails with the kernel's reason when io_uring is missing or refused.
+func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
+	ring, err := setup(uint32(cfg.Entries), nil)
+	if err != nil {
+		return nil, fmt.Errorf("faio/driver: worker %d: %w", cfg.Worker, err)
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		ring.Close()
+		return nil, fmt.Errorf("faio/driver: worker %d: eventfd: %w", cfg.Worker, err)
+	}
+	r := &Ring[T]{cfg: cfg, ring: ring, efd: efd}
+	r.reapFn = r.complete
+	if err := r.armWake(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if _, err := ring.Submit(); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("faio/driver: worker %d: submit: %w", cfg.Worker, err)
+	}
+	return r, nil
+}
+
+// armWake queues a read of the eventfd: a Wake completes it, which ends
+// the worker's io_uring_enter.
+func (r *Ring[T]) armWake() error {
+	sqe := r.ring.GetSQE()
+	if sqe == nil {
+		if _, err := r.ring.Submit(); err != nil {
+			return err
+		}
+		if sqe = r.ring.GetSQE(); sqe == nil {
+			return errors.New("faio/driver: submission queue full")
+		}
+	}
+	sqe.PrepRead(r.efd, r.efdBuf[:], 0)
+	sqe.SetUserData(wakeUserData)
+	r.efdArmed = true
+	return nil
+}
+
+// Wake interrupts the worker's Wait (or the next one); safe from any
+// goroutine.
+func (r *Ring[T]) Wake() {
+	r.efdMu.RLock()
+	defer r.efdMu.RUnlock()
+	if r.efd < 0 {
+		return
+	}
+	one := uint64(1)
+	b := (*[8]byte)(unsafe.Pointer(&one))[:]
+	for {
+		_, err := unix.Write(r.efd, b)
+		if err != syscall.EINTR {
+			// EAGAIN means the counter is already huge: a wake is
+			// pending anyway.
+			return
+		}
+	}
+}
+
+// Reap handles every ready completion without blocking, submits what is
+// prepared, and returns how many completions made their owner runnable.
+func (r *Ring[T]) Reap() int {
+	r.processCancels()
+	if r.ring.CQReady() == 0 && r.ring.SQReady() == 0 {
+		return 0
+	}
+	r.reaped = 0
+	r.ring.ForEachCQE(r.reapFn)
+	if !r.efdArmed {
+		// Re-arm failures leave efdArmed false; the next reap retries.
+		_ = r.armWake()
+	}
+	if r.ring.SQReady() > 0 {
+		r.submit()
+	}
+	return r.reaped
+}
+
+func (r *Ring[T]) complete(c *uring.CQE) {
+	r.completed.Add(1)
+	switch {
+	case c.UserData == wakeUserData:
+		r.efdArmed = false
+	case c.UserData >= firstRecord:
+		if r.completeOp(c) {
+			r.reaped++
+		}
+	}
+}
+
+// Wait sleeps in io_uring_enter until a completion or a Wake arrives or
+// timeout passes (timeout < 0: no limit), submitting what is prepared, and
+// then reaps.
+func (r *Ring[T]) Wait(timeout time.Duration) {
+	if !r.efdArmed {
+		_ = r.armWake()
+	}
+	if r.ring.CQReady() == 0 {
+		r.pending = 0
+		n, err := r.ring.SubmitAndWaitTimeout(1, timeout)
+		if n > 0 {
+			r.submitted.Add(uint64(n))
+		}
+		if err != nil && !errors.Is(err, syscall.ETIME) {
+			r.enterFailed(err)
+		}
+	}
+	r.Reap()
+}
+
+// enterFailed handles an error of io_uring_enter. A passing one goes to
+// cfg.Failed and the next enter retries. One that says the ring itself
+// cannot be entered is fatal: see ringBroken.
+func (r *Ring[T]) enterFailed(err error) {
+	if ringBroken(err) {
+		panic(&RingError{Worker: r.cfg.Worker, Fd: r.ring.Fd(), Err: err})
+	}
+	if r.cfg.Failed != nil {
+		r.cfg.Failed(err)
+	}
+}
+
+// ringBroken reports whether an io_uring_enter error means that the ring's
+// descriptor no longer names this ring: closed (EBADF), reused for another
+// file (EOPNOTSUPP), the ring going away (ENXIO), or the call refused as
+// malformed (EINVAL, EFAULT), which no retry changes.
+func ringBroken(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EBADF, syscall.EOPNOTSUPP, syscall.ENXIO, syscall.EINVAL, syscall.EFAULT} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// RingError is the panic value of a worker whose io_uring can no longer be
+// entered, typically because the program closed the ring's file descriptor
+// by mistake (a stray close of a reused descriptor number). The runtime
+// cannot go on: operations in flight on that ring can neither complete nor
+// be cancelled, and the kernel may still write into their buffers, so
+// handing those buffers back with an error would be unsafe. Like Go's own
+// netpoller, which throws when its epoll descriptor fails, the worker
+// stops the process with this message instead of spinning on the error.
+type RingError struct {
+	Worker int   // the worker that owns the ring
+	Fd     int   // the ring's file descriptor number
+	Err    error // the error io_uring_enter returned
+}
+
+func (e *RingError) Error() string {
+	return fmt.Sprintf("faio: worker %d cannot enter its io_uring (fd %d): %v; the descriptor was closed or replaced "+
+		"behind the runtime's back (a stray close of a reused descriptor number?). I/O in flight on that ring can "+
+		"neither complete nor be cancelled, and the kernel may still write into its buffers, so the process stops",
+		e.Worker, e.Fd, e.Err)
+}
+
+func (e *RingError) Unwrap() error { return e.Err }
+
+// Quiesce completes the pending eventfd read, so the kernel is done with
+// efdBuf before the ring closes. Called once the worker has left its loop.
+func (r *Ring[T]) Quiesce() {
+	for tries := 0; r.efdArmed && tries < 100; tries++ {
+		r.Wake()
+		_, _ = r.ring.SubmitAndWaitTimeout(1, 10*time.Millisecond)
+		r.ring.ForEachCQE(r.reapFn)
+	}
+}
+
+// Close closes the ring and the eventfd; later Wakes do nothing.
+func (r *Ring[T]) Close() {
+	r.ring.Close()
+	r.efdMu.Lock()
+	defer r.efdMu.Unlock()
+	if r.efd >= 0 {
+		unix.Close(r.efd)
+		r.efd = -1
+	}
+}
+
+// Counts returns how many entries were submitted to the kernel and how many
+// completions were reaped (wake-ups included); safe from any goroutine.
+func (r *Ring[T]) Counts() (submitted, completed uint64) {
+	return r.submitted.Load(), r.completed.Load()
+}
+
+// InFlight returns the number of operations started and not yet completed.
+func (r *Ring[T]) InFlight() int { return r.recs.inFlight }

@@ -1,0 +1,207 @@
+package driver
+
+import (
+	"errors"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faio-go/faio/modules/uring"
+	"golang.org/x/sys/unix"
+)
+
+// done is one completion the ring handed back.
+type done struct {
+	owner string
+	gen   uint64
+	r     Result
+}
+
+type ringFixture struct {
+	r     *Ring[string]
+	dones []done
+}
+
+func newRingFixture(t *testing.T, entries int) *ringFixture {
+	t.Helper()
+	f := &ringFixture{}
+	r, err := NewRing(RingConfig[string]{
+		Entries: entries, SubmitBatch: 1 << 20,
+		Done: func(owner string, gen uint64, r Result) bool {
+			f.dones = append(f.dones, done{owner, gen, r})
+			return true
+		},
+	})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	f.r = r
+	t.Cleanup(func() {
+		r.Quiesce()
+		r.Close()
+	})
+	return f
+}
+
+// waitFor waits until n completions have arrived.
+func (f *ringFixture) waitFor(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.dones) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d completions after 5s, want %d", len(f.dones), n)
+		}
+		f.r.Wait(100 * time.Millisecond)
+	}
+}
+
+func socketpair(t *testing.T) [2]int {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	return fds
+}
+
+type recvOp struct {
+	fd  int
+	buf []byte
+}
+
+func (o *recvOp) Prep(sqe *uring.SQE) { sqe.PrepRecv(o.fd, o.buf, 0) }
+
+type nopOp struct{}
+
+func (nopOp) Prep(sqe *uring.SQE) { sqe.PrepNop() }
+
+// An operation's completion reaches Done with its owner and generation.
+func TestRingCompletesWithOwner(t *testing.T) {
+	f := newRingFixture(t, 8)
+	fds := socketpair(t)
+	op := &recvOp{fd: fds[0], buf: make([]byte, 8)}
+	f.r.Start(op, "reader", 7)
+	if f.r.InFlight() != 1 {
+		t.Fatalf("InFlight = %d, want 1", f.r.InFlight())
+	}
+	if _, err := unix.Write(fds[1], []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, 1)
+	if d := f.dones[0]; d.owner != "reader" || d.gen != 7 || d.r.Res != 2 || d.r.Err() != nil || string(op.buf[:2]) != "hi" {
+		t.Fatalf("completion %+v, buf %q", d, op.buf[:2])
+	}
+	if f.r.InFlight() != 0 {
+		t.Fatalf("InFlight = %d after the completion", f.r.InFlight())
+	}
+	if sub, comp := f.r.Counts(); sub < 1 || comp < 1 {
+		t.Fatalf("Counts = %d, %d", sub, comp)
+	}
+}
+
+// Cancel turns into an ASYNC_CANCEL: the operation ends with its own
+// completion, reporting the cancellation.
+func TestRingCancel(t *testing.T) {
+	f := newRingFixture(t, 8)
+	fds := socketpair(t)
+	id := f.r.Start(&recvOp{fd: fds[0], buf: make([]byte, 8)}, "reader", 1)
+	f.r.Wait(0)
+	f.r.Cancel(id)
+	if !f.r.CancelPending() {
+		t.Fatal("CancelPending false after Cancel")
+	}
+	f.waitFor(t, 1)
+	if err := f.dones[0].r.Err(); !errors.Is(err, syscall.ECANCELED) && !errors.Is(err, syscall.EINTR) {
+		t.Fatalf("cancelled recv ended with %v, want ECANCELED", err)
+	}
+	if f.r.CancelPending() {
+		t.Fatal("CancelPending still true after the worker processed it")
+	}
+}
+
+// A Cancel that arrives after its operation completed does nothing, even
+// when the record has been reused by the next operation.
+func TestRingStaleCancel(t *testing.T) {
+	f := newRingFixture(t, 8)
+	fds := socketpair(t)
+	old := f.r.Start(nopOp{}, "first", 1)
+	f.waitFor(t, 1)
+	op := &recvOp{fd: fds[0], buf: make([]byte, 8)}
+	id := f.r.Start(op, "second", 2)
+	if id == old || uint64(id)>>recordGenBits != uint64(old)>>recordGenBits {
+		t.Fatalf("ids %x and %x: want the same record with another generation", old, id)
+	}
+	f.r.Cancel(old)
+	f.r.Wait(0)
+	f.r.Wait(20 * time.Millisecond)
+	if len(f.dones) != 1 {
+		t.Fatalf("a stale Cancel ended the reused record's operation: %+v", f.dones[1:])
+	}
+	if _, err := unix.Write(fds[1], []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, 2)
+	if d := f.dones[1]; d.owner != "second" || d.r.Res != 1 {
+		t.Fatalf("second completion %+v, want 1 byte for owner second", d)
+	}
+}
+
+// Start never fails for a full submission queue: many more operations than
+// entries all complete.
+func TestRingFullQueue(t *testing.T) {
+	f := newRingFixture(t, 4)
+	const n = 200
+	for i := range n {
+		f.r.Start(nopOp{}, "nop", uint64(i))
+	}
+	f.waitFor(t, n)
+	seen := make(map[uint64]bool)
+	for _, d := range f.dones {
+		if d.r.Res != 0 || seen[d.gen] {
+			t.Fatalf("completion %+v (duplicate or failed)", d)
+		}
+		seen[d.gen] = true
+	}
+}
+
+// Wake from another goroutine ends a Wait without a deadline, and a Wake
+// after Close does nothing.
+func TestRingWake(t *testing.T) {
+	r, err := NewRing(RingConfig[int]{Entries: 8, SubmitBatch: 1, Done: func(int, uint64, Result) bool { return false }})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(10 * time.Millisecond)
+		r.Wake()
+	}()
+	start := time.Now()
+	r.Wait(-1)
+	wg.Wait()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Wait took %v", d)
+	}
+	start = time.Now()
+	r.Wait(20 * time.Millisecond)
+	if d := time.Since(start); d < 15*time.Millisecond {
+		t.Fatalf("Wait(20ms) with nothing pending returned after %v", d)
+	}
+	r.Quiesce()
+	r.Close()
+	r.Wake()
+}
+
+// A refused io_uring_setup is NewRing's error, with the kernel's reason.
+func TestNewRingRefused(t *testing.T) {
+	old := setup
+	setup = func(uint32, *uring.Params) (*uring.Ring, error) { return nil, syscall.EPERM }
+	defer func() { setup = old }()
+	if _, err := NewRing(RingConfig[int]{Entries: 8, Worker: 3}); !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("NewRing = %v, want EPERM", err)
+	}
+}
