@@ -20,10 +20,11 @@ require (
 	github.com/faio-go/faio/modules/sync v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
 	github.com/faio-go/faio/modules/uring v0.0.0 // indirect
+	github.com/faio-go/faio/modules/watchdog v0.0.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.49.0
 )
 
 replace (
@@ -38,4 +39,5 @@ replace (
 	github.com/faio-go/faio/modules/sync => ../modules/sync
 	github.com/faio-go/faio/modules/timerwheel => ../modules/timerwheel
 	github.com/faio-go/faio/modules/uring => ../modules/uring
+	github.com/faio-go/faio/modules/watchdog => ../modules/watchdog
 )

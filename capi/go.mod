@@ -17,6 +17,7 @@ require (
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
+	github.com/faio-go/faio/modules/watchdog v0.0.0 // indirect
 )
 
 replace (
@@ -28,4 +29,5 @@ replace (
 	github.com/faio-go/faio/modules/sync => ../modules/sync
 	github.com/faio-go/faio/modules/timerwheel => ../modules/timerwheel
 	github.com/faio-go/faio/modules/uring => ../modules/uring
+	github.com/faio-go/faio/modules/watchdog => ../modules/watchdog
 )

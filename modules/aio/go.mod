@@ -19,6 +19,7 @@ require (
 	github.com/faio-go/faio/modules/ringq v0.0.0 // indirect
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
+	github.com/faio-go/faio/modules/watchdog v0.0.0 // indirect
 )
 
 replace (
@@ -28,4 +29,5 @@ replace (
 	github.com/faio-go/faio/modules/statemachine => ../statemachine
 	github.com/faio-go/faio/modules/timerwheel => ../timerwheel
 	github.com/faio-go/faio/modules/uring => ../uring
+	github.com/faio-go/faio/modules/watchdog => ../watchdog
 )

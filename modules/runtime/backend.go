@@ -9,30 +9,24 @@ import (
 	"github.com/faio-go/faio/modules/driver"
 )
 
-// Backend is what a runtime's workers sleep on and run I/O with (see
-// package driver, which implements both).
+// Backend is what a runtime's workers sleep on and run I/O with, chosen by
+// Config.IOBackend and overridden by the environment variable EnvBackend
+// (FAIO_BACKEND=auto|io_uring|portable). BackendAuto, the default, uses
+// io_uring where the kernel allows it and falls back to BackendPortable
+// where it does not (a seccomp filter as in Docker's default profile, a
+// kernel without it, gVisor); BackendIOUring makes New fail without it. On
+// the portable backend Submit returns ErrNoRing and package aio does its
+// I/O as plain Go does; scheduling, timers, sync and channels are the same
+// on both. See package driver, which implements them.
 type Backend = driver.Backend
 
+// The backends; see Backend.
 const (
-	// BackendAuto uses io_uring where the kernel allows it and falls back
-	// to BackendPortable where it does not (a seccomp filter refusing
-	// io_uring, as Docker's and containerd's default profiles do; a kernel
-	// without it; gVisor). It is the default.
-	BackendAuto = driver.BackendAuto
-	// BackendIOUring requires io_uring: New fails without it.
-	BackendIOUring = driver.BackendIOUring
-	// BackendPortable needs no io_uring. Workers sleep on Go primitives
-	// until their next timer or a wake-up; Submit is refused (ErrNoRing),
-	// and packages built on it do their I/O as plain Go does (package
-	// aio: sockets wait in Go's netpoller, files run on a bounded pool of
-	// goroutines), with the calling task suspended meanwhile. Scheduling,
-	// timers, sync and channels are the same on both backends.
+	BackendAuto     = driver.BackendAuto
+	BackendIOUring  = driver.BackendIOUring
 	BackendPortable = driver.BackendPortable
+	EnvBackend      = driver.EnvBackend
 )
-
-// EnvBackend names the environment variable that overrides
-// Config.IOBackend for operators: "auto", "io_uring" or "portable".
-const EnvBackend = driver.EnvBackend
 
 // ErrNoRing is returned by Submit on a runtime whose backend has no
 // io_uring (BackendPortable).

@@ -217,7 +217,7 @@ func BenchmarkPingPong(b *testing.B) {
 }
 
 // The CPU an idle runtime burns, per second of wall time, with the
-// watchdog off, at the default threshold and at the minimum (watchdog.go
+// watchdog off, at the default threshold and at the minimum (package watchdog
 // states the figures): each iteration idles 200 ms.
 func BenchmarkIdleCPU(b *testing.B) {
 	cpu := func() time.Duration {

@@ -378,7 +378,7 @@ func TestWatchdogSleepsWhileIdle(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 1, StallThreshold: MinStallThreshold, OnStall: onStall})
 	for round := 0; round < 3; round++ {
 		deadline := time.Now().Add(5 * time.Second)
-		for !rt.watchdog.asleep.Load() {
+		for !rt.watchdog.Asleep() {
 			if time.Now().After(deadline) {
 				t.Fatalf("round %d: the watchdog of an idle runtime still samples after 5s", round)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/faio-go/faio/modules/ringq"
 	"github.com/faio-go/faio/modules/statemachine"
 	"github.com/faio-go/faio/modules/timerwheel"
+	"github.com/faio-go/faio/modules/watchdog"
 )
 
 // Errors returned by the runtime.
@@ -55,7 +56,7 @@ type Runtime struct {
 	completedOutside atomic.Uint64
 	ioErrors         atomic.Uint64
 	backend          Backend // BackendIOUring or BackendPortable
-	watchdog         *watchdog
+	watchdog         *watchdog.Watchdog
 	failures         failures
 }
 
@@ -103,7 +104,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.StallThreshold > 0 {
 		// Before the workers start: they read rt.watchdog when they
 		// leave park.
-		rt.watchdog = startWatchdog(rt)
+		rt.watchdog = watchdog.Start((*watchedWorkers)(rt), cfg.StallThreshold)
 	}
 	for _, w := range rt.workers {
 		rt.workerWG.Add(1)
@@ -124,7 +125,7 @@ func (rt *Runtime) newWorker(id int) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{id: id, rt: rt, local: local, wheel: wheel, stopped: make(chan struct{})}
+	w := &worker{id: id, rt: rt, local: local, inbox: ringq.NewGlobalQueue[*Task](), wheel: wheel, stopped: make(chan struct{})}
 	w.fireFn = w.fireTimer
 	w.io, err = newEngine(w, rt.backend)
 	if err != nil {
@@ -181,12 +182,12 @@ func (rt *Runtime) enqueue(t *Task) {
 		return
 	}
 	w := t.worker
-	w.inbox.push(t)
+	_ = w.inbox.Push(t)
 	// Dekker pairing with park: it stores parked and then checks the
 	// inbox; we push and then load parked.
 	if w.parked.Load() {
 		w.unpark()
-	} else if w.inbox.len() > 1 {
+	} else if w.inbox.Len() > 1 {
 		rt.notifyOne()
 	}
 }
@@ -308,7 +309,7 @@ func (rt *Runtime) Close() error {
 		}
 		rt.workerWG.Wait()
 		if rt.watchdog != nil {
-			rt.watchdog.stop()
+			rt.watchdog.Stop()
 		}
 		// Stopping a coroutine switches to it, which Go refuses from a
 		// goroutine locked to its thread (a cgo export, LockOSThread):

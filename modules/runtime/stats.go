@@ -48,7 +48,7 @@ func (rt *Runtime) Stats() Stats {
 	}
 	s.Spawned = rt.spawnedOutside.Load()
 	if rt.watchdog != nil {
-		s.Stalls = rt.watchdog.stalls.Load()
+		s.Stalls = rt.watchdog.Stalls()
 	}
 	for i, w := range rt.workers {
 		ws := &w.stats

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faio-go/faio/modules/driver"
+	"github.com/faio-go/faio/modules/ringq"
 	"github.com/faio-go/faio/modules/timerwheel"
 	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
@@ -161,7 +162,7 @@ type suspendModel struct {
 // timer wheel but runs no loop: the model is the loop.
 func newSuspendModel(t *rapid.T) *suspendModel {
 	rt := &Runtime{cfg: Config{SubmitBatch: 1 << 30}, start: time.Now()}
-	w := &worker{rt: rt, nextTimer: 1<<63 - 1}
+	w := &worker{rt: rt, inbox: ringq.NewGlobalQueue[*Task](), nextTimer: 1<<63 - 1}
 	var err error
 	if w.wheel, err = timerwheel.New[Waker](timerwheel.Config{Resolution: time.Millisecond}); err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func fmtWord(s uint64) string {
 // check compares the word, the queue and the ring with the model.
 func (m *suspendModel) check(t *rapid.T) {
 	s := m.task.wstate.Load()
-	queued := m.w.inbox.len()
+	queued := m.w.inbox.Len()
 	w := m.cur
 	if w == nil || !w.live() {
 		gen := m.task.gen
@@ -480,7 +481,7 @@ func (m *suspendModel) staleEvent(t *rapid.T) {
 		return
 	}
 	o := m.old[rapid.IntRange(0, len(m.old)-1).Draw(t, "earlier wait")]
-	before, queued := m.task.wstate.Load(), m.w.inbox.len()
+	before, queued := m.task.wstate.Load(), m.w.inbox.Len()
 	switch rapid.IntRange(0, 4).Draw(t, "stale event") {
 	case 0:
 		if (Waker{t: m.task, gen: o.gen}).Wake() {
@@ -497,19 +498,19 @@ func (m *suspendModel) staleEvent(t *rapid.T) {
 			t.Fatalf("a completion of gen %d's record ended a wait at word %s", o.gen, fmtWord(before))
 		}
 	}
-	if s := m.task.wstate.Load(); s != before || m.w.inbox.len() != queued {
+	if s := m.task.wstate.Load(); s != before || m.w.inbox.Len() != queued {
 		t.Fatalf("an event of gen %d changed the word from %s to %s (queued %d -> %d)",
-			o.gen, fmtWord(before), fmtWord(s), queued, m.w.inbox.len())
+			o.gen, fmtWord(before), fmtWord(s), queued, m.w.inbox.Len())
 	}
 }
 
 // resume runs the queued task: the rest of suspend, on its coroutine.
 func (m *suspendModel) resume(t *rapid.T) {
-	if m.w.inbox.len() == 0 {
+	if m.w.inbox.Len() == 0 {
 		t.Skip("nothing queued")
 	}
 	w := m.cur
-	if got := m.w.inbox.pop(); got != m.task || w == nil {
+	if got, _ := m.w.inbox.Pop(); got != m.task || w == nil {
 		t.Fatalf("popped %v with wait %v", got, w)
 	}
 	c := m.task.coro

@@ -17,7 +17,7 @@ type worker struct {
 	id    int
 	rt    *Runtime
 	local *ringq.LocalQueue[*Task]
-	inbox inbox
+	inbox *ringq.GlobalQueue[*Task] // woken tasks: see pushWoken
 	// lifo holds the task this worker's running task spawned last: it
 	// runs next, while its spawner's data is still in cache, and without
 	// waking another worker (a spawn-then-join costs no wake-up at all).
@@ -187,13 +187,23 @@ func (w *worker) pushLocal(t *Task) {
 		// The global queue refuses only after Close has drained every
 		// task, so nothing should be queued here any more; keep t
 		// runnable on this worker anyway rather than lose it.
-		w.inbox.push(t)
+		_ = w.inbox.Push(t)
 	}
 }
 
 // pushWoken queues a task this worker's timer wheel or ring woke.
+//
+// The inbox is a worker's FIFO of woken tasks: those its own timers and
+// ring completed, and those other goroutines woke (a Wake from anywhere
+// lands in the inbox of the worker the task suspended on, since only that
+// worker's goroutine may touch its local queue). The worker serves it
+// alternately with its local queue, so a woken task runs promptly even
+// behind a burst of new spawns, which is what keeps sleep lateness low. A
+// locked queue (ringq.GlobalQueue, never closed) keeps it drainable by
+// anyone: a worker that steals from a busy or stalled one takes from its
+// inbox too.
 func (w *worker) pushWoken(t *Task) {
-	w.inbox.push(t)
+	_ = w.inbox.Push(t)
 }
 
 // nextTask returns the next task from the local queue, or from the global
@@ -222,14 +232,14 @@ func (w *worker) nextTask() *Task {
 	// Woken tasks and the local queue take turns, so neither a burst of
 	// spawns delays the wake-ups nor a stream of wake-ups the spawns.
 	if w.tick&1 == 0 {
-		if t := w.inbox.pop(); t != nil {
+		if t, ok := w.inbox.Pop(); ok {
 			return t
 		}
 	}
 	if t, ok := w.local.Pop(); ok {
 		return t
 	}
-	if t := w.inbox.pop(); t != nil {
+	if t, ok := w.inbox.Pop(); ok {
 		return t
 	}
 	if rt.global.Len() == 0 {
@@ -265,7 +275,7 @@ func (w *worker) steal() *Task {
 		if v == w || v.isSearch.Load() {
 			continue
 		}
-		if n := v.local.Len() + v.inbox.len(); n > most {
+		if n := v.local.Len() + v.inbox.Len(); n > most {
 			victim, most = v, n
 		}
 	}
@@ -288,10 +298,10 @@ func (w *worker) steal() *Task {
 			w.stats.stolen.Add(uint64(1 + w.local.Len()))
 			return t
 		}
-		if victim.inbox.len() > 0 {
+		if victim.inbox.Len() > 0 {
 			// The victim is busy (or stalled) with woken tasks waiting:
 			// take half of them.
-			w.batch = victim.inbox.takeInto(w.batch[:0], (victim.inbox.len()+1)/2)
+			w.batch = victim.inbox.PopBatch(w.batch[:0], (victim.inbox.Len()+1)/2)
 			if n := len(w.batch); n > 0 {
 				w.stats.steals.Add(1)
 				w.stats.stolen.Add(uint64(n))
@@ -327,7 +337,7 @@ func (w *worker) stopSearching(foundWork bool) {
 // (see the statemachine package comment).
 func (w *worker) hasWork() bool {
 	rt := w.rt
-	if w.inbox.len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil {
+	if w.inbox.Len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil {
 		return true
 	}
 	// A cancellation request for an operation on our ring is work too:
@@ -337,7 +347,7 @@ func (w *worker) hasWork() bool {
 		return true
 	}
 	for _, v := range rt.workers {
-		if v != w && (v.local.Len() > 1 || v.inbox.len() > 0) {
+		if v != w && (v.local.Len() > 1 || v.inbox.Len() > 0) {
 			return true
 		}
 	}
@@ -360,7 +370,7 @@ func (w *worker) park() {
 	}
 	w.parked.Store(false)
 	if d := rt.watchdog; d != nil {
-		d.wakeUp()
+		d.WakeUp()
 	}
 	if rt.sm.CancelSleeping(w.id) {
 		// WorkerToNotify picked us: we count as searching.
@@ -387,7 +397,7 @@ func (w *worker) drive() int {
 	if w.wheel.Len() > 0 {
 		n += w.fireTimers()
 	}
-	if n > 0 && w.inbox.len()+w.local.Len() > 1 {
+	if n > 0 && w.inbox.Len()+w.local.Len() > 1 {
 		// Tasks are queued behind the one this worker runs next: tell a
 		// sleeping worker, unless somebody already searches, so that a
 		// server's connections spread over the workers instead of all

@@ -16,6 +16,7 @@ require (
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
 	github.com/faio-go/faio/modules/uring v0.0.0 // indirect
+	github.com/faio-go/faio/modules/watchdog v0.0.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
 
@@ -26,4 +27,5 @@ replace (
 	github.com/faio-go/faio/modules/statemachine => ../statemachine
 	github.com/faio-go/faio/modules/timerwheel => ../timerwheel
 	github.com/faio-go/faio/modules/uring => ../uring
+	github.com/faio-go/faio/modules/watchdog => ../watchdog
 )

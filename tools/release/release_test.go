@@ -360,7 +360,7 @@ func TestModulesOrder(t *testing.T) {
 		}
 	}
 	t.Logf("order: %s", strings.Join(dirs, " "))
-	if want := []string{"modules/ringq", "modules/statemachine", "modules/timerwheel", "modules/uring", "modules/driver", "modules/runtime"}; len(released) < len(want) || !slices.Equal(released[:len(want)], want) {
+	if want := []string{"modules/ringq", "modules/statemachine", "modules/timerwheel", "modules/uring", "modules/watchdog", "modules/driver", "modules/runtime"}; len(released) < len(want) || !slices.Equal(released[:len(want)], want) {
 		t.Errorf("released modules in the order %v, want it to start with %v", released, want)
 	}
 }

@@ -1,0 +1,145 @@
+package watchdog
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeWorkers is a scheduler whose workers' samples the test sets.
+type fakeWorkers struct {
+	mu      sync.Mutex
+	samples []Sample
+	stalls  chan stall
+}
+
+type stall struct {
+	worker  int
+	running any
+	d       time.Duration
+	waiting int
+}
+
+func newFake(n int) *fakeWorkers {
+	return &fakeWorkers{samples: make([]Sample, n), stalls: make(chan stall, 64)}
+}
+
+func (f *fakeWorkers) NumWorkers() int { return len(f.samples) }
+
+func (f *fakeWorkers) Sample(i int) Sample {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.samples[i]
+}
+
+func (f *fakeWorkers) Stalled(i int, running any, d time.Duration, waiting int) {
+	f.stalls <- stall{i, running, d, waiting}
+}
+
+func (f *fakeWorkers) set(i int, s Sample) {
+	f.mu.Lock()
+	f.samples[i] = s
+	f.mu.Unlock()
+}
+
+func waitStall(t *testing.T, f *fakeWorkers) stall {
+	t.Helper()
+	select {
+	case s := <-f.stalls:
+		return s
+	case <-time.After(5 * time.Second):
+		t.Fatal("no stall reported within 5s")
+	}
+	return stall{}
+}
+
+func noStall(t *testing.T, f *fakeWorkers, for_ time.Duration) {
+	t.Helper()
+	select {
+	case s := <-f.stalls:
+		t.Fatalf("unexpected stall %+v", s)
+	case <-time.After(for_):
+	}
+}
+
+// One resumption that holds worker 1 past the threshold with tasks
+// waiting is reported once, with how long it ran; the other worker, whose
+// heartbeat moves, is not.
+func TestStallReportedOnce(t *testing.T) {
+	f := newFake(2)
+	task := new(int)
+	f.set(1, Sample{Running: task, Heartbeat: 7, Waiting: 3})
+	d := Start(f, 5*time.Millisecond)
+	defer d.Stop()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // worker 0 keeps moving
+		defer wg.Done()
+		for hb := uint64(0); ; hb++ {
+			f.set(0, Sample{Running: task, Heartbeat: hb, Waiting: 5})
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	s := waitStall(t, f)
+	if s.worker != 1 || s.running != task || s.waiting != 3 || s.d < 5*time.Millisecond {
+		t.Fatalf("stall %+v, want worker 1 running the task for >= 5ms with 3 waiting", s)
+	}
+	noStall(t, f, 50*time.Millisecond) // the same stall is not reported again
+	close(stop)
+	wg.Wait()
+	if d.Stalls() != 1 {
+		t.Fatalf("Stalls = %d, want 1", d.Stalls())
+	}
+}
+
+// A long resumption with nothing queued behind it, or a worker between
+// tasks, is no stall.
+func TestNoStallWithoutWaiters(t *testing.T) {
+	f := newFake(2)
+	f.set(0, Sample{Running: new(int), Heartbeat: 1})
+	f.set(1, Sample{Heartbeat: 1, Waiting: 4})
+	d := Start(f, 2*time.Millisecond)
+	noStall(t, f, 50*time.Millisecond)
+	d.Stop()
+}
+
+// With every worker parked the watchdog sleeps; a worker that leaves park
+// and calls WakeUp makes it sample again, and a stall after the idle
+// period is reported.
+func TestSleepsWhileAllParked(t *testing.T) {
+	f := newFake(2)
+	f.set(0, Sample{Parked: true})
+	f.set(1, Sample{Parked: true})
+	d := Start(f, MinThreshold)
+	defer d.Stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for !d.Asleep() {
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog of an idle scheduler still samples after 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.set(0, Sample{Running: new(int), Heartbeat: 3, Waiting: 1})
+	d.WakeUp()
+	if s := waitStall(t, f); s.worker != 0 {
+		t.Fatalf("stall %+v, want worker 0", s)
+	}
+}
+
+func TestStartRefusesShortThreshold(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Start accepted a threshold below MinThreshold")
+		}
+	}()
+	Start(newFake(1), MinThreshold/2)
+}
