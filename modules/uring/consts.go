@@ -73,6 +73,12 @@ const (
 	FsyncDataSync uint32 = 1 << 0 // fdatasync: skip metadata not needed to read the data back
 )
 
+// Flags for PrepSplice and PrepTee, besides unix.SPLICE_F_MOVE,
+// SPLICE_F_NONBLOCK and SPLICE_F_MORE, which go to splice(2) unchanged.
+const (
+	SpliceFdInFixed uint32 = 1 << 31 // the input descriptor is a registered-file index
+)
+
 // Flags for PrepTimeout, PrepLinkTimeout and PrepTimeoutRemove.
 const (
 	TimeoutAbs        uint32 = 1 << 0 // the timespec is an absolute time, not a duration

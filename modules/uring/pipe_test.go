@@ -1,0 +1,89 @@
+package uring
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// PrepSplice and PrepTee fill the entry as io_uring_prep_splice and
+// io_uring_prep_tee do.
+func TestPrepSpliceLayout(t *testing.T) {
+	s := SQE{Flags: SQELink, IoPrio: 3, UserData: 5, BufIndex: 2, Addr3: 8}
+	s.PrepSplice(3, 100, 4, NoOffset, 1<<20, unix.SPLICE_F_MOVE|SpliceFdInFixed)
+	want := SQE{Opcode: OpSplice, Fd: 4, Off: ^uint64(0), Addr: 100, Len: 1 << 20,
+		OpFlags: unix.SPLICE_F_MOVE | SpliceFdInFixed, SpliceFdIn: 3}
+	if s != want {
+		t.Errorf("PrepSplice = %+v\nwant %+v", s, want)
+	}
+	s.PrepTee(5, 6, 7, unix.SPLICE_F_NONBLOCK)
+	want = SQE{Opcode: OpTee, Fd: 6, Len: 7, OpFlags: unix.SPLICE_F_NONBLOCK, SpliceFdIn: 5}
+	if s != want {
+		t.Errorf("PrepTee = %+v\nwant %+v", s, want)
+	}
+}
+
+// A file's bytes go through a pipe to another file: splice at an input
+// offset (the file position does not move), tee to a second pipe, and
+// splice at the file position (NoOffset), which moves.
+func TestSpliceAndTee(t *testing.T) {
+	r := newRing(t, 8, nil)
+	for _, op := range []Op{OpSplice, OpTee} {
+		if p, err := r.Probe(); err == nil && !p.Supported(op) {
+			t.Skipf("kernel lacks %v", op)
+		}
+	}
+	data := bytes.Repeat([]byte("0123456789"), 1000)
+	src := tempFile(t, data)
+	dst := tempFile(t, nil)
+	var p, q [2]int
+	for _, fds := range []*[2]int{&p, &q} {
+		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	}
+
+	// 5000 bytes from offset 1000 into the pipe.
+	getSQE(t, r).PrepSplice(int(src.Fd()), 1000, p[1], NoOffset, 5000, unix.SPLICE_F_MOVE)
+	if c := reapOne(t, r, 0); c.Res != 5000 {
+		t.Fatalf("splice file->pipe: res %d err %v", c.Res, c.Err())
+	}
+	if pos, _ := src.Seek(0, 1); pos != 0 {
+		t.Fatalf("splice at an offset moved the file position to %d", pos)
+	}
+	// tee copies them to the second pipe and leaves them in the first.
+	getSQE(t, r).PrepTee(p[0], q[1], 5000, 0)
+	if c := reapOne(t, r, 0); c.Res != 5000 {
+		t.Fatalf("tee: res %d err %v", c.Res, c.Err())
+	}
+	teed := make([]byte, 5000)
+	if n, err := unix.Read(q[0], teed); n != 5000 || err != nil || !bytes.Equal(teed, data[1000:6000]) {
+		t.Fatalf("read of the tee'd pipe: %d, %v", n, err)
+	}
+	// Out to the file at its position, in two parts.
+	for _, n := range []uint32{3000, 2000} {
+		getSQE(t, r).PrepSplice(p[0], NoOffset, int(dst.Fd()), NoOffset, n, 0)
+		if c := reapOne(t, r, 0); c.Res != int32(n) {
+			t.Fatalf("splice pipe->file: res %d err %v", c.Res, c.Err())
+		}
+	}
+	if pos, _ := dst.Seek(0, 1); pos != 5000 {
+		t.Fatalf("splice at NoOffset left the file position at %d, want 5000", pos)
+	}
+	if got, err := os.ReadFile(dst.Name()); err != nil || !bytes.Equal(got, data[1000:6000]) {
+		t.Fatalf("the file spliced to holds %d bytes, %v", len(got), err)
+	}
+	// At the end of the input, splice returns 0; with an empty pipe and
+	// SPLICE_F_NONBLOCK, EAGAIN.
+	getSQE(t, r).PrepSplice(int(src.Fd()), int64(len(data)), p[1], NoOffset, 100, 0)
+	if c := reapOne(t, r, 0); c.Res != 0 {
+		t.Fatalf("splice at the end of the file: res %d", c.Res)
+	}
+	getSQE(t, r).PrepSplice(p[0], NoOffset, int(dst.Fd()), NoOffset, 100, unix.SPLICE_F_NONBLOCK)
+	if c := reapOne(t, r, 0); c.Err() != unix.EAGAIN {
+		t.Fatalf("splice from an empty pipe, non-blocking: res %d", c.Res)
+	}
+}
