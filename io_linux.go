@@ -18,6 +18,9 @@ type (
 	Listener = aio.Listener
 	Conn     = aio.Conn
 	UDPConn  = aio.UDPConn
+	// ListenConfig holds a listening socket's options (SO_REUSEPORT, the
+	// backlog); its Listen and ListenUDP methods are the entry points.
+	ListenConfig = aio.ListenConfig
 )
 
 // Open opens name for reading, like os.Open.
@@ -39,12 +42,13 @@ func WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) 
 	return aio.WriteFile(ctx, name, data, perm)
 }
 
-// Listen announces on a TCP address, like net.Listen.
+// Listen announces on a TCP address or a Unix socket ("unix",
+// "unixpacket"), like net.Listen.
 func Listen(ctx context.Context, network, address string) (*Listener, error) {
 	return aio.Listen(ctx, network, address)
 }
 
-// Dial connects to a TCP address, like net.Dial.
+// Dial connects to a TCP address or a Unix socket, like net.Dial.
 func Dial(ctx context.Context, network, address string) (*Conn, error) {
 	return aio.Dial(ctx, network, address)
 }

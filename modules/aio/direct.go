@@ -294,6 +294,10 @@ func (o *sockaddrOp) connect() runtime.Result {
 			o.connecting = true
 			return eagain
 		}
+		if errno == unix.EAGAIN {
+			o.again = true
+			return runtime.Result{} // ends the wait; connect reports it
+		}
 		return sysResult(0, errno)
 	}
 	soerr, err := unix.GetsockoptInt(o.fd, unix.SOL_SOCKET, unix.SO_ERROR)

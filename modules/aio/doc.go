@@ -1,11 +1,12 @@
 // Package aio is faio-go's file and socket I/O: File, Listener/Conn and
-// UDPConn mirror os.File, net.TCPConn and net.UDPConn, with ctx first on
-// every method that may wait. A task's operations run on the io_uring of
-// its faio worker. The package is built on the scheduler's exported API
-// alone (runtime.Submit, runtime.SubmitOn, runtime.OnTask,
-// runtime.RuntimeOf): an operation is an Op the calling task submits; its
-// worker prepares it on its ring after the task suspended, batches it with
-// others, and requeues the task with the completion.
+// UDPConn mirror os.File, net.TCPConn (and net.UnixConn) and net.UDPConn,
+// with ctx first on every method that may wait. A task's operations run
+// on the io_uring of its faio worker. The package is built on the
+// scheduler's exported API alone (runtime.Submit, runtime.SubmitOn,
+// runtime.OnTask, runtime.RuntimeOf): an operation is an Op the calling
+// task submits; its worker prepares it on its ring after the task
+// suspended, batches it with others, and requeues the task with the
+// completion.
 //
 //	f, err := aio.Open(ctx, "data.bin") // ctx: a task's context
 //	if err != nil { ... }
@@ -15,7 +16,8 @@
 // # Which runtime
 //
 // A constructor (Open, Create, OpenFile, ReadFile, WriteFile, Listen,
-// Dial, ListenUDP, DialUDP) runs on the runtime of its ctx: the runtime of
+// Dial, ListenUDP, DialUDP, and ListenConfig's Listen and ListenUDP) runs
+// on the runtime of its ctx: the runtime of
 // ctx's task or, in a plain goroutine, the one runtime.WithRuntime attached
 // to ctx. The object remembers it: a File or Conn may then be used from
 // tasks and goroutines alike. In a task an operation suspends the task. In
@@ -32,6 +34,18 @@
 //	ctx := runtime.WithRuntime(context.Background(), rt) // in main, say
 //	data, err := aio.ReadFile(ctx, "config.json")
 //
+// # Sockets
+//
+// Listen and Dial take the networks "tcp", "tcp4", "tcp6" and the Unix
+// domain stream networks "unix" and "unixpacket" (a path, or "@name" for
+// an abstract address); both give the same *Listener and *Conn, whose
+// addresses are *net.TCPAddr or *net.UnixAddr values. ListenConfig sets a
+// listener's SO_REUSEPORT and backlog. Besides Read and Write, a Conn
+// writes and reads several buffers with one system call (Writev, Readv:
+// IORING_OP_WRITEV and READV on the ring) and sends a File's bytes
+// without copying them through user memory (SendFile: splice through a
+// pipe on the ring, sendfile(2) elsewhere).
+//
 // # Standard interfaces
 //
 // Conn.NetConn, Listener.NetListener and UDPConn.NetPacketConn return the
@@ -40,7 +54,11 @@
 // io.Reader, io.Writer, io.ReaderAt, io.WriterAt, io.Seeker and io.Closer:
 // bufio, io.Copy, crypto/tls and net/http (http.Serve on a NetListener)
 // work on them, from tasks and from goroutines. golang.org/x/net's
-// nettest.TestConn passes for NetConn.
+// nettest.TestConn passes for NetConn, over TCP and Unix sockets. NetConn
+// is an io.ReaderFrom: io.Copy(netConn, file.IO()) goes through SendFile.
+// (*net.Buffers).WriteTo on a NetConn writes one buffer at a time, since
+// package net's batching hook is unexported: use Conn.Writev for one
+// writev.
 //
 // # Descriptors and cancellation
 //

@@ -35,6 +35,7 @@ type File struct {
 	// netpoller, where ctx can end them, as package os does; disk files
 	// never wait for a peer and use plain system calls.
 	pollable bool
+	regular  bool   // a regular file: Conn.SendFile may send from it
 	pos      opLock // held by the operations that use the file position
 	// Used only under pos, so position I/O allocates nothing.
 	posOp fdOp
@@ -84,6 +85,7 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 		case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR:
 			f.pollable = true
 		case unix.S_IFREG:
+			f.regular = true
 			f.cachedReads = flag&unix.O_DIRECT == 0
 		}
 	}

@@ -62,6 +62,43 @@ func countFDs(t *testing.T) int {
 	return n
 }
 
+// fdTargets maps the process's open descriptors, but for pipes (see
+// countFDs), to what they name.
+func fdTargets(t *testing.T) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[string]string, len(ents))
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil || strings.HasPrefix(target, "pipe:") {
+			continue
+		}
+		m[e.Name()] = target
+	}
+	return m
+}
+
+// checkNoFDLeak fails the test if a descriptor is open now that was not
+// in before (fdTargets), naming them. One closed meanwhile is reported
+// only in the log: a finalizer of an earlier test may close its own.
+func checkNoFDLeak(t *testing.T, before map[string]string) {
+	t.Helper()
+	after := fdTargets(t)
+	for fd, target := range after {
+		if before[fd] != target {
+			t.Errorf("descriptor %s (%s) leaked", fd, target)
+		}
+	}
+	for fd, target := range before {
+		if _, ok := after[fd]; !ok {
+			t.Logf("descriptor %s (%s) was closed meanwhile", fd, target)
+		}
+	}
+}
+
 // echo serves l until it is closed: every connection gets back what it
 // sends, until it closes its side. It returns once the tasks serving the
 // connections have ended too, so their descriptors are closed.

@@ -2,14 +2,16 @@ package aio
 
 import (
 	"context"
-	"github.com/faio-go/faio/modules/runtime"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
+	"github.com/faio-go/faio/modules/runtime"
 	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
 )
@@ -198,9 +200,9 @@ func sockname(fd int) (netip.AddrPort, error) {
 	return uring.AddrPortFromSockaddr(&sa, n)
 }
 
-// Listener is a TCP listening socket. Accept runs on the io_uring of the
-// calling task's worker. A Listener is safe for concurrent use; several
-// tasks may Accept at once.
+// Listener is a listening stream socket, TCP or Unix domain. Accept runs
+// on the io_uring of the calling task's worker. A Listener is safe for
+// concurrent use; several tasks may Accept at once.
 type Listener struct {
 	guard   fdGuard
 	network string
@@ -209,20 +211,74 @@ type Listener struct {
 	// in the netpoller (plain goroutines', portable tasks') share the
 	// File's read deadline.
 	al opLock
+	// path is the file a Unix socket was bound to ("" for TCP and
+	// abstract addresses): the first Close removes it while unlink is
+	// set, as net.UnixListener does.
+	path       string
+	unlink     atomic.Bool
+	unlinkOnce sync.Once
 }
 
 var acceptOps = sync.Pool{New: func() any { return new(sockaddrOp) }}
 
+// ListenConfig holds the options of a listening socket. Its zero value
+// is what Listen uses.
+type ListenConfig struct {
+	// ReusePort sets SO_REUSEPORT before binding, so that several sockets
+	// (of this process or of others run by the same user) may listen on
+	// one address and port, each of them setting it: the kernel spreads
+	// incoming connections (for UDP, datagrams) among them by a hash of
+	// the peer's address. TCP and UDP only: on a Unix socket Listen fails
+	// with an error matching syscall.EOPNOTSUPP.
+	ReusePort bool
+	// Backlog is the length of the queue of connections the kernel has
+	// established and Accept has not taken yet (listen(2)'s backlog). 0
+	// means the system's maximum (net.core.somaxconn), as in package net;
+	// a negative value is an error.
+	Backlog int
+}
+
+// errNegativeBacklog is the error of a ListenConfig with a negative Backlog.
+var errNegativeBacklog = errors.New("negative ListenConfig.Backlog")
+
+func (lc ListenConfig) backlog() int {
+	if lc.Backlog == 0 {
+		return unix.SOMAXCONN // the kernel caps it at net.core.somaxconn
+	}
+	return lc.Backlog
+}
+
 // Listen announces on the local address, like net.Listen, on the runtime of
-// ctx (see OpenFile): network is "tcp", "tcp4" or "tcp6"; address is host:port
-// with a literal IP, a host name (resolved with net.DefaultResolver; the
-// first usable address is bound) or an empty host (every local address,
+// ctx (see OpenFile). It is ListenConfig{}.Listen: see there.
+func Listen(ctx context.Context, network, address string) (*Listener, error) {
+	return ListenConfig{}.Listen(ctx, network, address)
+}
+
+// Listen announces on the local address, like net.ListenConfig.Listen, on
+// the runtime of ctx (see OpenFile), with the options of lc.
+//
+// For network "tcp", "tcp4" or "tcp6", address is host:port with a
+// literal IP, a host name (resolved with net.DefaultResolver; the first
+// usable address is bound) or an empty host (every local address,
 // dual-stack for "tcp"); port 0 picks a free port (see Addr). SO_REUSEADDR
 // is set. ctx bounds the name resolution.
-func Listen(ctx context.Context, network, address string) (*Listener, error) {
+//
+// For network "unix" (SOCK_STREAM) or "unixpacket" (SOCK_SEQPACKET: each
+// Write is one message, each Read returns at most one), address is a file
+// system path, which must not exist yet (EADDRINUSE otherwise), an
+// abstract name written "@name" (Linux; no file), or "" for an abstract
+// name the kernel picks. Addr returns a *net.UnixAddr, and Close removes
+// the socket file (see SetUnlinkOnClose), as net.UnixListener does.
+func (lc ListenConfig) Listen(ctx context.Context, network, address string) (*Listener, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
 		return nil, netError("listen", network, nil, nil, err)
+	}
+	if lc.Backlog < 0 {
+		return nil, netError("listen", network, nil, nil, errNegativeBacklog)
+	}
+	if sotype := unixSotype(network); sotype != 0 {
+		return lc.listenUnix(rt, network, sotype, address)
 	}
 	ipNet := ipNetwork(network, "tcp")
 	if ipNet == "" {
@@ -233,7 +289,7 @@ func Listen(ctx context.Context, network, address string) (*Listener, error) {
 		return nil, netError("listen", network, nil, nil, err)
 	}
 	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*Listener, error) {
-		return listenTCP(rt, network, ap)
+		return lc.listenTCP(rt, network, ap)
 	})
 }
 
@@ -258,7 +314,7 @@ func firstOf[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.
 	return zero, first
 }
 
-func listenTCP(rt *runtime.Runtime, network string, ap netip.AddrPort) (*Listener, error) {
+func (lc ListenConfig) listenTCP(rt *runtime.Runtime, network string, ap netip.AddrPort) (*Listener, error) {
 	fail := func(err error) (*Listener, error) {
 		return nil, netError("listen", network, nil, net.TCPAddrFromAddrPort(ap), err)
 	}
@@ -270,11 +326,15 @@ func listenTCP(rt *runtime.Runtime, network string, ap netip.AddrPort) (*Listene
 		unix.Close(fd)
 		return fail(os.NewSyscallError("setsockopt", err))
 	}
+	if err := lc.setReusePort(fd); err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
 	if err := bind(fd, ap); err != nil {
 		unix.Close(fd)
 		return fail(err)
 	}
-	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+	if err := unix.Listen(fd, lc.backlog()); err != nil {
 		unix.Close(fd)
 		return fail(os.NewSyscallError("listen", err))
 	}
@@ -288,8 +348,19 @@ func listenTCP(rt *runtime.Runtime, network string, ap netip.AddrPort) (*Listene
 	return l, nil
 }
 
-// Addr returns the address the listener is bound to (a *net.TCPAddr, with
-// the port the kernel picked for port 0).
+// setReusePort sets SO_REUSEPORT on fd if lc asks for it.
+func (lc ListenConfig) setReusePort(fd int) error {
+	if !lc.ReusePort {
+		return nil
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		return os.NewSyscallError("setsockopt", err)
+	}
+	return nil
+}
+
+// Addr returns the address the listener is bound to: a *net.TCPAddr, with
+// the port the kernel picked for port 0, or a *net.UnixAddr.
 func (l *Listener) Addr() net.Addr { return l.addr }
 
 // Accept waits for the next connection and returns it, like
@@ -319,10 +390,10 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 			break
 		}
 	}
-	var raddr netip.AddrPort
+	var raddr net.Addr
 	var aerr error
 	if serr == nil && res.Res >= 0 {
-		raddr, aerr = uring.AddrPortFromSockaddr(&op.sa, op.salen)
+		raddr, aerr = l.peerAddr(&op.sa, op.salen)
 	}
 	acceptOps.Put(op)
 	closing := l.guard.closing()
@@ -339,21 +410,61 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		unix.Close(fd)
 		return nil, netError("accept", l.network, nil, l.addr, aerr)
 	}
-	local, err := sockname(fd)
+	local, err := localAddr(fd, l.network)
 	if err != nil {
 		unix.Close(fd)
 		return nil, netError("accept", l.network, nil, l.addr, err)
 	}
-	return newConn(l.guard.rt, fd, l.network, local, raddr), nil
+	return newStreamConn(l.guard.rt, fd, l.network, local, raddr), nil
+}
+
+// peerAddr decodes the peer address accept filled in.
+func (l *Listener) peerAddr(sa *uring.RawSockaddrAny, n uint32) (net.Addr, error) {
+	if unixSotype(l.network) != 0 {
+		return unixAddrFromSockaddr(sa, n, l.network), nil
+	}
+	ap, err := uring.AddrPortFromSockaddr(sa, n)
+	if err != nil {
+		return nil, err
+	}
+	return net.TCPAddrFromAddrPort(ap), nil
+}
+
+// localAddr returns the local address of fd, a stream socket of network.
+func localAddr(fd int, network string) (net.Addr, error) {
+	if unixSotype(network) != 0 {
+		return unixSockname(fd, network)
+	}
+	ap, err := sockname(fd)
+	if err != nil {
+		return nil, err
+	}
+	return net.TCPAddrFromAddrPort(ap), nil
 }
 
 // Close stops listening, like net.Listener.Close: an Accept in progress
 // returns net.ErrClosed promptly (Close shuts the socket down to wake it)
 // and the descriptor is closed once no operation uses it, which Close waits
-// for (or until ctx ends). A second Close returns net.ErrClosed.
+// for (or until ctx ends). A second Close returns net.ErrClosed. The first
+// Close of a Unix listener bound to a file removes that file first, unless
+// SetUnlinkOnClose(false) was called.
 func (l *Listener) Close(ctx context.Context) error {
+	if l.path != "" && !l.guard.closing() {
+		l.unlinkOnce.Do(func() {
+			if l.unlink.Load() {
+				// As net.UnixListener, whatever the file is now: a
+				// failure (someone removed it already) is no concern.
+				_ = unix.Unlink(l.path)
+			}
+		})
+	}
 	return closeErr(l.guard.close(ctx), l.network, nil, l.addr)
 }
+
+// SetUnlinkOnClose sets whether Close removes the socket file of a Unix
+// listener (it does by default, for a listener Listen created), like
+// net.UnixListener.SetUnlinkOnClose. It does nothing for other listeners.
+func (l *Listener) SetUnlinkOnClose(unlink bool) { l.unlink.Store(unlink) }
 
 // closeErr is the error of a socket's Close.
 func closeErr(err error, network string, laddr, raddr net.Addr) error {
@@ -368,16 +479,26 @@ func closeErr(err error, network string, laddr, raddr net.Addr) error {
 	return netError("close", network, laddr, raddr, err)
 }
 
-// Dial connects to address, like net.Dial, on the runtime of ctx (see OpenFile):
-// network is "tcp", "tcp4" or "tcp6"; address is host:port with a literal
+// Dial connects to address, like net.Dial, on the runtime of ctx (see
+// OpenFile). ctx bounds resolution and connection. Errors are
+// *net.OpError: errors.Is(err, syscall.ECONNREFUSED) works.
+//
+// For network "tcp", "tcp4" or "tcp6", address is host:port with a literal
 // IP or a host name (resolved with net.DefaultResolver; each address is
-// tried in turn and the first error is returned if all fail). ctx bounds
-// resolution and connection. Errors are *net.OpError:
-// errors.Is(err, syscall.ECONNREFUSED) works.
+// tried in turn and the first error is returned if all fail).
+//
+// For network "unix" or "unixpacket", address is the path of the socket
+// file, or "@name" for an abstract address; the Conn's addresses are then
+// *net.UnixAddr values, the local one "@" (unnamed) as in package net.
+// Dialling a path where nothing listens fails with an error matching
+// syscall.ECONNREFUSED, a missing path with one matching fs.ErrNotExist.
 func Dial(ctx context.Context, network, address string) (*Conn, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
 		return nil, netError("dial", network, nil, nil, err)
+	}
+	if sotype := unixSotype(network); sotype != 0 {
+		return dialUnix(ctx, rt, network, sotype, address)
 	}
 	ipNet := ipNetwork(network, "tcp")
 	if ipNet == "" {
@@ -393,31 +514,38 @@ func Dial(ctx context.Context, network, address string) (*Conn, error) {
 }
 
 func dialTCP(rt *runtime.Runtime, ctx context.Context, network string, ap netip.AddrPort) (*Conn, error) {
-	fail := func(err error) (*Conn, error) {
-		return nil, netError("dial", network, nil, net.TCPAddrFromAddrPort(ap), err)
-	}
+	raddr := net.TCPAddrFromAddrPort(ap)
 	fd, err := newSocket(ap, unix.SOCK_STREAM, unix.IPPROTO_TCP, false)
 	if err != nil {
-		return fail(err)
+		return nil, netError("dial", network, nil, raddr, err)
 	}
 	op := &sockaddrOp{opcode: uring.OpConnect, fd: fd}
 	if op.salen, err = uring.SockaddrFromAddrPort(ap, &op.sa); err != nil {
 		unix.Close(fd)
-		return fail(err)
+		return nil, netError("dial", network, nil, raddr, err)
 	}
+	return connect(ctx, rt, network, op, raddr)
+}
+
+// connect connects op.fd, a new stream socket, to the address in op and
+// returns it as a Conn. It owns the descriptor: a failure closes it.
+func connect(ctx context.Context, rt *runtime.Runtime, network string, op *sockaddrOp, raddr net.Addr) (*Conn, error) {
 	// The Conn exists before it connects: a goroutine's connect waits in
 	// the netpoller through the Conn's guard, which then owns the fd.
-	c := newConn(rt, fd, network, netip.AddrPort{}, ap)
+	c := newStreamConn(rt, op.fd, network, nil, raddr)
 	res, serr := c.guard.submitPoll(ctx, op, true)
-	err = ioErr("connect", res, serr)
-	var local netip.AddrPort
+	if op.again && serr == nil {
+		res = runtime.Result{Res: -int32(unix.EAGAIN)}
+	}
+	err := ioErr("connect", res, serr)
+	var local net.Addr
 	if err == nil {
-		local, err = sockname(fd)
+		local, err = localAddr(op.fd, network)
 	}
 	if err != nil {
 		c.guard.close(context.WithoutCancel(ctx))
-		return fail(err)
+		return nil, netError("dial", network, nil, raddr, err)
 	}
-	c.laddr = net.TCPAddrFromAddrPort(local)
+	c.laddr = local
 	return c, nil
 }

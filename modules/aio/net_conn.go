@@ -5,7 +5,6 @@ import (
 	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"time"
 
@@ -149,33 +148,42 @@ func (s *sock) close(ctx context.Context) error {
 	return closeErr(s.guard.close(ctx), s.network, s.laddr, s.raddr)
 }
 
-// Conn is a TCP connection whose I/O runs on the io_uring of the worker
-// running the calling task. Each method that may wait takes a context
-// first: the calling task is suspended meanwhile, and cancelling ctx (or
-// its deadline passing) cancels the operation, which then returns an error
-// wrapping ctx.Err() and leaves the connection usable; there are no
-// deadlines besides ctx.
+// Conn is a stream connection, TCP or Unix domain, whose I/O runs on the
+// io_uring of the worker running the calling task. Each method that may
+// wait takes a context first: the calling task is suspended meanwhile, and
+// cancelling ctx (or its deadline passing) cancels the operation, which
+// then returns an error wrapping ctx.Err() and leaves the connection
+// usable; there are no deadlines besides ctx.
 //
 // A Conn is safe for concurrent use: reads take turns, and so do writes (a
 // Write is never interleaved with another), while a read and a write run
 // at the same time. The methods also work from plain goroutines, which wait
 // in Go's netpoller as a net.Conn's would (see the package doc); tasks and
-// goroutines may share a Conn. TCP_NODELAY is on,
-// as in package net.
+// goroutines may share a Conn. On TCP connections TCP_NODELAY is on, as in
+// package net; TCP's own options (SetNoDelay, SetKeepAlivePeriod) fail on
+// a Unix connection with an error matching syscall.EOPNOTSUPP.
 type Conn struct {
 	sock
+	// Used under wl and rl, so vectored I/O allocates nothing once the
+	// iovec arrays have grown.
+	wvec, rvec vecOp
 }
 
-func newConn(rt *runtime.Runtime, fd int, network string, local, remote netip.AddrPort) *Conn {
-	c := &Conn{sock{
+// newStreamConn makes a Conn of fd, a connected stream socket; laddr may
+// be set later (Dial learns it once connected).
+func newStreamConn(rt *runtime.Runtime, fd int, network string, laddr, raddr net.Addr) *Conn {
+	c := &Conn{sock: sock{
 		network: network,
-		laddr:   net.TCPAddrFromAddrPort(local),
-		raddr:   net.TCPAddrFromAddrPort(remote),
+		laddr:   laddr,
+		raddr:   raddr,
 		stream:  true,
 	}}
 	c.guard.init(rt, fd, true)
-	// Latency over packet count, as net does; a failure only costs speed.
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if unixSotype(network) == 0 {
+		// Latency over packet count, as net does; a failure only costs
+		// speed.
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
 	return c
 }
 
@@ -212,6 +220,85 @@ func (c *Conn) Write(ctx context.Context, b []byte) (int, error) {
 	return c.write(ctx, b)
 }
 
+// Writev writes all of bufs, in order, as Write would write their
+// concatenation but without copying them together: one writev(2) per
+// 1024 buffers (IOV_MAX), IORING_OP_WRITEV on the ring, repeated after a
+// short write. It returns the bytes written, less than the total only with
+// an error, and like Write it is never interleaved with another write.
+// This is the batched path for a net.Buffers: (*net.Buffers).WriteTo on a
+// NetConn writes buffer by buffer, since package net keeps its own
+// batching interface unexported.
+func (c *Conn) Writev(ctx context.Context, bufs [][]byte) (int, error) {
+	n, err := c.vecXfer(ctx, &c.wl, &c.wvec, uring.OpWritev, bufs, true)
+	if err != nil {
+		err = c.opError("writev", err)
+	}
+	return n, err
+}
+
+// Readv reads into bufs, filling each before the next, with one readv(2)
+// (IORING_OP_READV on the ring; the first 1024 non-empty buffers): like
+// Read it returns what the kernel has, at least one byte, or 0 and io.EOF
+// once the peer has closed its side.
+func (c *Conn) Readv(ctx context.Context, bufs [][]byte) (int, error) {
+	n, err := c.vecXfer(ctx, &c.rl, &c.rvec, uring.OpReadv, bufs, false)
+	if err != nil && err != io.EOF {
+		err = c.opError("readv", err)
+	}
+	return n, err
+}
+
+// vecXfer is xfer for readv and writev: it transfers into or out of bufs
+// under l, until all of them when all is set, with the same results.
+func (c *Conn) vecXfer(ctx context.Context, l *opLock, op *vecOp, opcode uring.Op, bufs [][]byte, all bool) (int, error) {
+	total := 0
+	for _, b := range bufs {
+		total += len(b)
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	if err := l.lock(ctx); err != nil {
+		return 0, err
+	}
+	if !c.guard.incref() {
+		l.unlock()
+		return 0, net.ErrClosed
+	}
+	n := 0
+	var err error
+	for n < total {
+		// The file position of a socket means nothing: CurrentPos makes
+		// the system calls readv and writev, and the ring's requests
+		// are sent at the position 0 that sockets require.
+		op.opcode, op.fd, op.off = opcode, c.guard.fd, uring.CurrentPos
+		op.setBufs(bufs, n)
+		res, serr := c.guard.submitPoll(ctx, op, opcode == uring.OpWritev)
+		if err = ioErr(syscallName(opcode), res, serr); err != nil {
+			break
+		}
+		if res.Res == 0 {
+			err = io.EOF
+			if opcode == uring.OpWritev {
+				err = io.ErrShortWrite
+			}
+			break
+		}
+		n += int(res.Res)
+		if !all {
+			break
+		}
+	}
+	op.clear()
+	closing := c.guard.closing()
+	c.guard.decref(ctx)
+	l.unlock()
+	if closing && (err != nil || n == 0) {
+		return n, net.ErrClosed
+	}
+	return n, err
+}
+
 // CloseWrite shuts down the sending side (the peer reads io.EOF), like
 // net.TCPConn.CloseWrite; reading goes on.
 func (c *Conn) CloseWrite(ctx context.Context) error { return c.shutdown(ctx, unix.SHUT_WR) }
@@ -226,10 +313,10 @@ func (c *Conn) CloseRead(ctx context.Context) error { return c.shutdown(ctx, uni
 // by the last operation to finish). Later calls fail with net.ErrClosed.
 func (c *Conn) Close(ctx context.Context) error { return c.close(ctx) }
 
-// LocalAddr returns the local address, a *net.TCPAddr.
+// LocalAddr returns the local address, a *net.TCPAddr or *net.UnixAddr.
 func (c *Conn) LocalAddr() net.Addr { return c.laddr }
 
-// RemoteAddr returns the peer's address, a *net.TCPAddr.
+// RemoteAddr returns the peer's address, a *net.TCPAddr or *net.UnixAddr.
 func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
 
 // SetNoDelay sets TCP_NODELAY: true (the default) sends small writes at

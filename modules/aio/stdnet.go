@@ -130,6 +130,11 @@ func expired(ctx context.Context, err error) error {
 // nothing moves. Give such a connection to one task, or let the first task
 // finish the handshake (tls.Conn.HandshakeContext) before other tasks or
 // goroutines share it.
+//
+// NetConn is an io.ReaderFrom, so io.Copy(netConn, file.IO()) sends the
+// file with Conn.SendFile (see ReadFrom). It cannot join package net's
+// batched writes, whose interface is unexported: (*net.Buffers).WriteTo
+// calls Write once per buffer; Conn.Writev writes them with one writev.
 type NetConn struct {
 	c      *Conn
 	rd, wd deadline

@@ -24,7 +24,12 @@ import (
 // netPipe returns two connected faio NetConns over loopback TCP, made
 // with ctx (a goroutine context naming rt).
 func netPipe(ctx context.Context) (c1, c2 net.Conn, stop func(), err error) {
-	ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	return netPipeOn(ctx, "tcp", "127.0.0.1:0")
+}
+
+// netPipeOn is netPipe over a listener on network and address.
+func netPipeOn(ctx context.Context, network, address string) (c1, c2 net.Conn, stop func(), err error) {
+	ln, err := Listen(ctx, network, address)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -38,7 +43,7 @@ func netPipe(ctx context.Context) (c1, c2 net.Conn, stop func(), err error) {
 		c, err := ln.Accept(ctx)
 		ch <- accepted{c, err}
 	}()
-	d, err := Dial(ctx, "tcp", ln.Addr().String())
+	d, err := Dial(ctx, network, ln.Addr().String())
 	if err != nil {
 		return nil, nil, nil, err
 	}

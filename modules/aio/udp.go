@@ -25,8 +25,17 @@ type UDPConn struct {
 
 // ListenUDP opens a UDP socket bound to address on the runtime of ctx
 // (see OpenFile), like net.ListenPacket: network is "udp", "udp4" or "udp6", address
-// as for Listen (port 0 picks a free port; see LocalAddr).
+// as for Listen (port 0 picks a free port; see LocalAddr). It is
+// ListenConfig{}.ListenUDP.
 func ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
+	return ListenConfig{}.ListenUDP(ctx, network, address)
+}
+
+// ListenUDP is the package's ListenUDP with the options of lc: ReusePort
+// lets several sockets bind the same address and port, and the kernel
+// spreads the datagrams among them by a hash of the sender. Backlog does
+// not apply to UDP.
+func (lc ListenConfig) ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
 		return nil, netError("listen", network, nil, nil, err)
@@ -40,7 +49,7 @@ func ListenUDP(ctx context.Context, network, address string) (*UDPConn, error) {
 		return nil, netError("listen", network, nil, nil, err)
 	}
 	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*UDPConn, error) {
-		return udpSocket(rt, ctx, network, ap, netip.AddrPort{})
+		return udpSocket(rt, lc, network, ap, netip.AddrPort{})
 	})
 }
 
@@ -61,13 +70,13 @@ func DialUDP(ctx context.Context, network, address string) (*UDPConn, error) {
 		return nil, netError("dial", network, nil, nil, err)
 	}
 	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*UDPConn, error) {
-		return udpSocket(rt, ctx, network, netip.AddrPort{}, ap)
+		return udpSocket(rt, ListenConfig{}, network, netip.AddrPort{}, ap)
 	})
 }
 
-// udpSocket creates a UDP socket bound to local (when valid) and connected
-// to remote (when valid).
-func udpSocket(rt *runtime.Runtime, ctx context.Context, network string, local, remote netip.AddrPort) (*UDPConn, error) {
+// udpSocket creates a UDP socket bound to local (when valid), with lc's
+// options, or connected to remote (when valid).
+func udpSocket(rt *runtime.Runtime, lc ListenConfig, network string, local, remote netip.AddrPort) (*UDPConn, error) {
 	op, ap := "listen", local
 	if remote.IsValid() {
 		op, ap = "dial", remote
@@ -80,7 +89,9 @@ func udpSocket(rt *runtime.Runtime, ctx context.Context, network string, local, 
 		return fail(err)
 	}
 	if local.IsValid() {
-		err = bind(fd, local)
+		if err = lc.setReusePort(fd); err == nil {
+			err = bind(fd, local)
+		}
 	} else {
 		cop := &sockaddrOp{opcode: uring.OpConnect, fd: fd}
 		if cop.salen, err = uring.SockaddrFromAddrPort(remote, &cop.sa); err == nil {

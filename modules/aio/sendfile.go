@@ -1,0 +1,316 @@
+package aio
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"github.com/faio-go/faio/modules/runtime"
+	"github.com/faio-go/faio/modules/uring"
+	"golang.org/x/sys/unix"
+)
+
+// How SendFile moves a file's bytes to a socket without copying them
+// through user memory.
+//
+// A task on io_uring splices: IORING_OP_SPLICE from the file into a pipe
+// (the kernel takes references to the page cache's pages), then from the
+// pipe into the socket, repeated until the pipe is empty, and again for
+// the next pipeful. io_uring runs splice in its async workers, where it
+// blocks as the system call would; cancelling ctx interrupts the worker
+// (IORING_OP_ASYNC_CANCEL) and Close's shutdown wakes a send waiting for
+// room. A socket that a goroutine made non-blocking says EAGAIN instead,
+// and the task then waits in the netpoller as for any socket operation.
+//
+// A plain goroutine, and a task on the portable backend, call sendfile(2)
+// on the non-blocking socket and wait in the netpoller when it is full,
+// as package net does.
+//
+// The pipe is the call's own: bytes a cancellation leaves in it are
+// discarded with it, and counted as not sent.
+
+// spliceOp is splice(2) from fdIn (at offIn, or uring.NoOffset for a pipe)
+// to fdOut, a pipe or the socket.
+type spliceOp struct {
+	fdIn, fdOut int
+	offIn       int64
+	n           int
+	flags       uint32
+}
+
+// Prep fills sqe for splice.
+func (o *spliceOp) Prep(sqe *uring.SQE) {
+	sqe.PrepSplice(o.fdIn, o.offIn, o.fdOut, uring.NoOffset, uint32(min(o.n, maxRW)), o.flags)
+}
+
+// direct splices in the calling goroutine: from the pipe into a socket a
+// goroutine made non-blocking, which then says EAGAIN when full.
+func (o *spliceOp) direct() runtime.Result {
+	var offp *int64
+	if o.offIn != uring.NoOffset {
+		off := o.offIn
+		offp = &off
+	}
+	return sys(func() (uintptr, uintptr, syscall.Errno) {
+		return unix.Syscall6(unix.SYS_SPLICE, uintptr(o.fdIn), uintptr(unsafe.Pointer(offp)), uintptr(o.fdOut), 0,
+			uintptr(min(o.n, maxRW)), uintptr(o.flags))
+	})
+}
+
+// maxSendfile bounds one sendfile(2), as in package net, so that a
+// cancellation or Close is noticed between the calls.
+const maxSendfile = 4 << 20
+
+// sendfileOp is sendfile(2) of n bytes of in at off to the socket out.
+// It has no io_uring form: SendFile uses it only where the calling task
+// has no ring (portable backend) and in plain goroutines.
+type sendfileOp struct {
+	out, in int
+	off     int64
+	n       int
+}
+
+// Prep is never called: submitPoll uses a ring only for a task that has
+// one, and such a task splices instead.
+func (o *sendfileOp) Prep(*uring.SQE) {
+	panic("faio/aio: sendfile has no io_uring form")
+}
+
+func (o *sendfileOp) direct() runtime.Result {
+	off := o.off
+	return sys(func() (uintptr, uintptr, syscall.Errno) {
+		return unix.Syscall6(unix.SYS_SENDFILE, uintptr(o.out), uintptr(o.in), uintptr(unsafe.Pointer(&off)),
+			uintptr(min(o.n, maxSendfile)), 0, 0)
+	})
+}
+
+// errNotRegular is SendFile's error for a File that is not a regular file
+// (a pipe, a socket, a device): splice and sendfile need the page cache.
+var errNotRegular = errors.New("not a regular file")
+
+// SendFile sends n bytes of f, from offset off, over the connection
+// without copying them through user memory: on the io_uring backend a task
+// splices them through a pipe (IORING_OP_SPLICE), elsewhere sendfile(2)
+// runs with the socket's wait in Go's netpoller. n < 0 sends up to the end
+// of the file. It neither uses nor moves f's file position, and like
+// Write it is never interleaved with another write.
+//
+// It returns the number of bytes sent. Like net.TCPConn.ReadFrom (and
+// io.Copy of an io.LimitReader), the end of the file is not an error: if
+// the file ends before n bytes, SendFile returns the bytes there were and
+// nil, so a caller that needs exactly n compares the count. Otherwise a
+// count below n comes with an error: ctx's (a cancellation cuts the
+// transfer short, promptly, and leaves the connection and f open),
+// net.ErrClosed after Close, one matching fs.ErrClosed if f is closed, or
+// the kernel's (EPIPE, ECONNRESET ...). f must be a regular file, of a
+// file system that can splice and sendfile (most can; some files of /proc
+// make SendFile fail with an error matching syscall.EINVAL, and
+// NetConn.ReadFrom copy them through a buffer instead); an offset below 0
+// is an error.
+func (c *Conn) SendFile(ctx context.Context, f *File, off int64, n int64) (int64, error) {
+	switch {
+	case off < 0:
+		return 0, c.opError("sendfile", pathError("sendfile", f.name, errNegativeOffset))
+	case !f.regular:
+		return 0, c.opError("sendfile", pathError("sendfile", f.name, errNotRegular))
+	}
+	if err := c.wl.lock(ctx); err != nil {
+		return 0, c.opError("sendfile", err)
+	}
+	defer c.wl.unlock()
+	if !c.guard.incref() {
+		return 0, c.opError("sendfile", net.ErrClosed)
+	}
+	defer c.guard.decref(ctx)
+	if !f.guard.incref() {
+		return 0, c.opError("sendfile", pathError("sendfile", f.name, fs.ErrClosed))
+	}
+	defer f.guard.decref(ctx)
+	if n == 0 {
+		return 0, nil
+	}
+	var sent int64
+	var err error
+	spliced := false
+	if onRing(ctx) {
+		sent, spliced, err = c.splice(ctx, f, off, n)
+	}
+	if !spliced {
+		sent, err = c.sendfile(ctx, f, off, n)
+	}
+	if c.guard.closing() && (err != nil || sent == 0) {
+		err = net.ErrClosed
+	}
+	if err != nil {
+		err = c.opError("sendfile", err)
+	}
+	return sent, err
+}
+
+// onRing reports whether the caller is a task that may have a ring: one
+// of a runtime on the io_uring backend, or (ctx naming no task) one whose
+// runtime the first submission will tell.
+func onRing(ctx context.Context) bool {
+	if !runtime.OnTask() {
+		return false
+	}
+	if t := runtime.Current(ctx); t != nil {
+		return t.Runtime().Backend() != runtime.BackendPortable
+	}
+	return true
+}
+
+// sendfile is SendFile by sendfile(2). The caller holds the write lock and
+// references to both descriptors.
+func (c *Conn) sendfile(ctx context.Context, f *File, off, n int64) (int64, error) {
+	var sent int64
+	op := &sendfileOp{out: c.guard.fd, in: f.guard.fd}
+	for n < 0 || sent < n {
+		op.off, op.n = off+sent, maxSendfile
+		if n >= 0 {
+			op.n = int(min(n-sent, maxSendfile))
+		}
+		res, serr := c.guard.submitPoll(ctx, op, true)
+		if err := ioErr("sendfile", res, serr); err != nil {
+			return sent, err
+		}
+		if res.Res == 0 {
+			break // the end of the file
+		}
+		sent += int64(res.Res)
+	}
+	return sent, nil
+}
+
+// splice is SendFile by splicing through a pipe on the calling task's ring.
+// ok is false, and nothing was sent, when the task has no ring after all.
+func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, ok bool, err error) {
+	p, err := newSplicePipe()
+	if err != nil {
+		return 0, true, err
+	}
+	defer p.close()
+	fill := &spliceOp{fdIn: f.guard.fd, fdOut: p.w, flags: unix.SPLICE_F_MOVE}
+	drain := &spliceOp{fdIn: p.r, fdOut: c.guard.fd, offIn: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
+	for n < 0 || sent < n {
+		fill.offIn, fill.n = off+sent, p.size
+		if n >= 0 {
+			fill.n = int(min(n-sent, int64(p.size)))
+		}
+		res, serr := runtime.SubmitOn(ctx, c.guard.rt, fill)
+		if serr == runtime.ErrNoRing && sent == 0 {
+			return 0, false, nil
+		}
+		if err := ioErr("splice", res, serr); err != nil {
+			return sent, true, err
+		}
+		if res.Res == 0 {
+			break // the end of the file
+		}
+		for inPipe := int(res.Res); inPipe > 0; {
+			drain.n = inPipe
+			res, serr := c.guard.submitPoll(ctx, drain, true)
+			if err := ioErr("splice", res, serr); err != nil {
+				return sent, true, err
+			}
+			if res.Res == 0 {
+				return sent, true, io.ErrShortWrite
+			}
+			inPipe -= int(res.Res)
+			sent += int64(res.Res)
+		}
+	}
+	return sent, true, nil
+}
+
+// splicePipe is the pipe a splice goes through.
+type splicePipe struct {
+	r, w int
+	size int // its capacity: one fill is at most this
+}
+
+// maxPipeSize is the capacity SendFile asks for its pipe, the default
+// limit for unprivileged processes (/proc/sys/fs/pipe-max-size), as in
+// package net; a pipe of the default 64 KiB serves where it is refused.
+const maxPipeSize = 1 << 20
+
+func newSplicePipe() (*splicePipe, error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, os.NewSyscallError("pipe2", err)
+	}
+	p := &splicePipe{r: fds[0], w: fds[1], size: 64 << 10}
+	_, _ = unix.FcntlInt(uintptr(p.w), unix.F_SETPIPE_SZ, maxPipeSize)
+	if size, err := unix.FcntlInt(uintptr(p.w), unix.F_GETPIPE_SZ, 0); err == nil && size > 0 {
+		p.size = size
+	}
+	return p, nil
+}
+
+func (p *splicePipe) close() {
+	unix.Close(p.r)
+	unix.Close(p.w)
+}
+
+// ReadFrom copies r to the connection until r's end, like
+// net.TCPConn.ReadFrom, so that io.Copy(netConn, file.IO()) sends the file
+// with Conn.SendFile, from and advancing the file position; so does an
+// *io.LimitedReader around a *FileIO, up to its limit. Any other reader, a
+// File that is not a regular file, and one whose file system can neither
+// splice nor sendfile (EINVAL, as some of /proc and /sys) are copied with
+// io.Copy's buffer, through Write. The end of r is not an error.
+func (n *NetConn) ReadFrom(r io.Reader) (int64, error) {
+	var limit int64 = -1
+	lr, _ := r.(*io.LimitedReader)
+	src := r
+	if lr != nil {
+		if lr.N <= 0 {
+			return 0, nil
+		}
+		src, limit = lr.R, lr.N
+	}
+	if x, ok := src.(*FileIO); ok && x.f.regular {
+		sent, handled, err := n.sendFile(x.f, limit)
+		if lr != nil {
+			lr.N -= sent
+		}
+		if handled {
+			return sent, err
+		}
+	}
+	// Hiding ReadFrom keeps io.Copy from calling it again.
+	return io.Copy(writerOnly{n}, r)
+}
+
+// sendFile is ReadFrom of up to limit bytes (-1: all) of f from its file
+// position, which it advances. handled is false, and nothing was sent,
+// when f's file system cannot splice or sendfile.
+func (n *NetConn) sendFile(f *File, limit int64) (sent int64, handled bool, err error) {
+	ctx := n.wd.context()
+	if err := f.lockPos(ctx, "read"); err != nil {
+		return 0, true, expired(ctx, err)
+	}
+	defer f.unlockPos(ctx)
+	pos, err := unix.Seek(f.guard.fd, 0, io.SeekCurrent)
+	if err != nil {
+		return 0, true, pathError("seek", f.name, err)
+	}
+	sent, err = n.c.SendFile(ctx, f, pos, limit)
+	if sent == 0 && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
+		return 0, false, nil
+	}
+	if _, serr := unix.Seek(f.guard.fd, pos+sent, io.SeekStart); serr != nil && err == nil {
+		err = pathError("seek", f.name, serr)
+	}
+	return sent, true, expired(ctx, err)
+}
+
+var _ io.ReaderFrom = (*NetConn)(nil)
+
+// writerOnly hides every method of a Writer but Write.
+type writerOnly struct{ io.Writer }
