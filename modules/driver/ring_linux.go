@@ -35,6 +35,13 @@ type RingConfig[T any] struct {
 	Entries     int // submission queue size
 	SubmitBatch int // prepared entries that make Start submit at once
 	Worker      int // the owning worker's index, for errors
+	// Flags are io_uring setup flags (uring.Setup*). With
+	// SetupCoopTaskrun or SetupDeferTaskrun the ring must be created, and
+	// every method but Wake and Cancel called, on one OS thread for its
+	// whole life (runtime.LockOSThread): completions are posted by that
+	// thread when it next enters the kernel. Add SetupTaskrunFlag so that
+	// Reap sees when to enter.
+	Flags uint32
 	// Done receives each operation's completion, on the owner's goroutine
 	// during Reap or Wait, with the owner and generation given to Start;
 	// it reports whether that made the owner runnable (Reap counts them).
@@ -91,7 +98,13 @@ const (
 // NewRing creates a ring of cfg.Entries entries with its wake-up eventfd.
 // It fails with the kernel's reason when io_uring is missing or refused.
 func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
-	ring, err := setup(uint32(cfg.Entries), nil)
+	flags := cfg.Flags
+	if flags&uring.SetupSingleIssuer != 0 {
+		// The issuer is the thread that enables the ring (Attach), not
+		// the one that creates it.
+		flags |= uring.SetupRDisabled
+	}
+	ring, err := setup(uint32(cfg.Entries), &uring.Params{Flags: flags})
 	if err != nil {
 		return nil, fmt.Errorf("faio/driver: worker %d: %w", cfg.Worker, err)
 	}
@@ -102,15 +115,50 @@ func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
 	}
 	r := &Ring[T]{cfg: cfg, ring: ring, efd: efd, one: 1}
 	r.reapFn = r.complete
-	if err := r.armWake(); err != nil {
+	if r.threadBound() {
+		// Nothing is submitted before the owning thread attaches: the
+		// completion of a request goes to the thread that submitted it.
+		return r, nil
+	}
+	if err := r.arm(); err != nil {
 		r.Close()
 		return nil, err
 	}
-	if _, err := ring.Submit(); err != nil {
-		r.Close()
-		return nil, fmt.Errorf("faio/driver: worker %d: submit: %w", cfg.Worker, err)
-	}
 	return r, nil
+}
+
+// threadBound reports whether the ring's setup flags tie it to one thread.
+func (r *Ring[T]) threadBound() bool {
+	return r.cfg.Flags&(uring.SetupCoopTaskrun|uring.SetupDeferTaskrun|uring.SetupSingleIssuer) != 0
+}
+
+// arm submits the eventfd read that Wake completes.
+func (r *Ring[T]) arm() error {
+	if err := r.armWake(); err != nil {
+		return err
+	}
+	if _, err := r.ring.Submit(); err != nil {
+		return fmt.Errorf("faio/driver: worker %d: submit: %w", r.cfg.Worker, err)
+	}
+	return nil
+}
+
+// Attach binds a ring whose setup flags tie it to one thread (see
+// RingConfig.Flags) to the calling thread, which must be locked
+// (runtime.LockOSThread) and make every later call but Wake and Cancel:
+// it enables a ring set up disabled (SetupSingleIssuer) and arms the
+// wake-up. For other rings it does nothing. A Wake before Attach is not
+// lost: it ends the first Wait after.
+func (r *Ring[T]) Attach() error {
+	if !r.threadBound() || r.efdArmed {
+		return nil
+	}
+	if r.ring.Flags()&uring.SetupRDisabled != 0 {
+		if err := r.ring.Enable(); err != nil {
+			return fmt.Errorf("faio/driver: worker %d: enable: %w", r.cfg.Worker, err)
+		}
+	}
+	return r.arm()
 }
 
 // armWake queues a read of the eventfd: a Wake completes it, which ends
@@ -157,7 +205,7 @@ func (r *Ring[T]) Wake() {
 // prepared, and returns how many completions made their owner runnable.
 func (r *Ring[T]) Reap() int {
 	r.processCancels()
-	if r.ring.CQReady() == 0 && r.ring.SQReady() == 0 {
+	if r.ring.CQReady() == 0 && r.ring.SQReady() == 0 && !r.ring.TaskrunPending() {
 		return 0
 	}
 	r.reaped = 0

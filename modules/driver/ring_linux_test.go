@@ -2,6 +2,8 @@ package driver
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -204,4 +206,83 @@ func TestNewRingRefused(t *testing.T) {
 	if _, err := NewRing(RingConfig[int]{Entries: 8, Worker: 3}); !errors.Is(err, syscall.EPERM) {
 		t.Fatalf("NewRing = %v, want EPERM", err)
 	}
+}
+
+// A ring set up with COOP_TASKRUN or SINGLE_ISSUER|DEFER_TASKRUN belongs to
+// the thread that attaches it: on that locked thread, completions arrive
+// (the taskrun flag makes Reap enter the kernel for them), a Wake from
+// another goroutine ends Wait, including one sent before Attach, and
+// nothing is submitted before Attach.
+func TestRingThreadBound(t *testing.T) {
+	for _, flags := range []uint32{
+		uring.SetupCoopTaskrun | uring.SetupTaskrunFlag,
+		uring.SetupSingleIssuer | uring.SetupDeferTaskrun | uring.SetupTaskrunFlag,
+	} {
+		errc := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			errc <- threadBoundRound(flags)
+		}()
+		if err := <-errc; err != nil {
+			t.Fatalf("flags %#x: %v", flags, err)
+		}
+	}
+}
+
+func threadBoundRound(flags uint32) error {
+	var dones []done
+	r, err := NewRing(RingConfig[string]{Entries: 8, SubmitBatch: 1, Flags: flags,
+		Done: func(owner string, gen uint64, res Result) bool {
+			dones = append(dones, done{owner, gen, res})
+			return true
+		}})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	defer r.Quiesce()
+	if sub, _ := r.Counts(); sub != 0 || r.ring.SQReady() != 0 {
+		return fmt.Errorf("%d entries submitted, %d prepared before Attach", sub, r.ring.SQReady())
+	}
+	r.Wake() // before Attach: ends the first Wait
+	if err := r.Attach(); err != nil {
+		return err
+	}
+	start := time.Now()
+	r.Wait(5 * time.Second)
+	if d := time.Since(start); d > 2*time.Second {
+		return fmt.Errorf("a Wake sent before Attach did not end Wait (%v)", d)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	op := &recvOp{fd: fds[0], buf: make([]byte, 4)}
+	r.Start(op, "reader", 3)
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		unix.Write(fds[1], []byte("ok"))
+	}()
+	for deadline := time.Now().Add(5 * time.Second); len(dones) == 0; {
+		if time.Now().After(deadline) {
+			return errors.New("no completion within 5s")
+		}
+		r.Wait(100 * time.Millisecond)
+	}
+	if d := dones[0]; d.owner != "reader" || d.gen != 3 || d.r.Res != 2 {
+		return fmt.Errorf("completion %+v", d)
+	}
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		r.Wake()
+	}()
+	start = time.Now()
+	r.Wait(5 * time.Second)
+	if d := time.Since(start); d > 2*time.Second {
+		return fmt.Errorf("Wake from another goroutine did not end Wait (%v)", d)
+	}
+	return nil
 }

@@ -32,6 +32,14 @@ func (r *Ring) userReady() uint32 {
 	return n
 }
 
+// TaskrunPending reports whether the kernel has flagged completion work it
+// has not posted to the CQ ring yet (rings set up with SetupTaskrunFlag):
+// a reaping method then enters the kernel to run it. It costs one atomic
+// load.
+func (r *Ring) TaskrunPending() bool {
+	return !r.closed && atomic.LoadUint32(r.sq.kflags)&sqTaskrun != 0
+}
+
 // PeekCQE returns the oldest ready CQE without waiting, or nil, nil when
 // there is none. It makes a system call only when the kernel signals
 // completions held outside the CQ ring (after an overflow, or task work

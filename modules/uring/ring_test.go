@@ -103,7 +103,11 @@ func TestTaskrunFlagPeek(t *testing.T) {
 			s.SetUserData(1)
 			submit(t, r)
 			deadline := time.Now().Add(5 * time.Second)
+			sawFlag := false
 			for {
+				if flags&SetupDeferTaskrun != 0 && r.CQReady() == 0 && r.TaskrunPending() {
+					sawFlag = true
+				}
 				c, err := r.PeekCQE()
 				if err != nil {
 					t.Fatal(err)
@@ -113,6 +117,9 @@ func TestTaskrunFlagPeek(t *testing.T) {
 						t.Errorf("flags %#x: CQE %+v", flags, *c)
 					}
 					r.CQESeen(c)
+					if flags&SetupDeferTaskrun != 0 && !sawFlag {
+						t.Errorf("flags %#x: TaskrunPending never reported the deferred completion", flags)
+					}
 					return
 				}
 				if time.Now().After(deadline) {
