@@ -201,13 +201,14 @@ func (o *fdOp) direct() runtime.Result {
 		return sys(func() (uintptr, uintptr, syscall.Errno) {
 			return unix.Syscall6(trap, fd, uintptr(bufPtr(b)), uintptr(len(b)), uintptr(o.off), 0, 0)
 		})
-	case uring.OpRecv, uring.OpSend:
+	case uring.OpRecv, uring.OpSend, uring.OpSendZC:
 		// MSG_WAITALL means nothing to a non-blocking socket; the
-		// callers loop for "all".
+		// callers loop for "all". Off the ring a zero-copy send is a
+		// plain one.
 		b := capRW(o.buf)
 		flags := uintptr(o.flags &^ unix.MSG_WAITALL)
 		trap := uintptr(unix.SYS_RECVFROM)
-		if o.opcode == uring.OpSend {
+		if o.opcode != uring.OpRecv {
 			trap = unix.SYS_SENDTO
 		}
 		return sys(func() (uintptr, uintptr, syscall.Errno) {

@@ -44,7 +44,9 @@
 // writes and reads several buffers with one system call (Writev, Readv:
 // IORING_OP_WRITEV and READV on the ring) and sends a File's bytes
 // without copying them through user memory (SendFile: splice through a
-// pipe on the ring, sendfile(2) elsewhere).
+// pipe on the ring, sendfile(2) elsewhere). WriteZC is Write without the
+// copy into the kernel (IORING_OP_SEND_ZC), returning once the kernel has
+// let go of the buffer.
 //
 // # Standard interfaces
 //

@@ -2,10 +2,12 @@ package aio
 
 import (
 	"context"
+	"errors"
 	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/faio-go/faio/modules/uring"
@@ -45,12 +47,12 @@ func (s *sock) xfer(ctx context.Context, l *opLock, op *fdOp, opcode uring.Op, b
 	var err error
 	for {
 		op.opcode, op.fd, op.buf, op.flags = opcode, s.guard.fd, b[n:], flags
-		res, serr := s.guard.submitPoll(ctx, op, opcode == uring.OpSend)
+		res, serr := s.guard.submitPoll(ctx, op, opcode == uring.OpSend || opcode == uring.OpSendZC)
 		if err = ioErr(syscallName(opcode), res, serr); err != nil {
 			break
 		}
 		if res.Res == 0 && len(b) > 0 {
-			if opcode == uring.OpSend {
+			if opcode == uring.OpSend || opcode == uring.OpSendZC {
 				err = io.ErrShortWrite
 			} else if s.stream {
 				err = io.EOF
@@ -78,7 +80,7 @@ func syscallName(opcode uring.Op) string {
 	switch opcode {
 	case uring.OpRecv:
 		return "recv"
-	case uring.OpSend:
+	case uring.OpSend, uring.OpSendZC:
 		return "send"
 	}
 	return opcode.String()
@@ -164,6 +166,7 @@ func (s *sock) close(ctx context.Context) error {
 // a Unix connection with an error matching syscall.EOPNOTSUPP.
 type Conn struct {
 	sock
+	noZC atomic.Bool // the kernel refused zero-copy sends on this socket
 	// Used under wl and rl, so vectored I/O allocates nothing once the
 	// iovec arrays have grown.
 	wvec, rvec vecOp
@@ -218,6 +221,37 @@ func (c *Conn) ReadFull(ctx context.Context, b []byte) (int, error) {
 // syscall.EPIPE or syscall.ECONNRESET, never with a signal.
 func (c *Conn) Write(ctx context.Context, b []byte) (int, error) {
 	return c.write(ctx, b)
+}
+
+// WriteZC writes all of b like Write, but a task on the io_uring backend
+// sends it without copying it into the kernel (IORING_OP_SEND_ZC, Linux
+// 6.0+): the network stack transmits from b's pages, and WriteZC returns
+// once the kernel no longer references them, so b is the caller's again.
+// For TCP that is when the peer has acknowledged the data (on loopback:
+// when the peer has read it), a round trip later than Write would return,
+// so WriteZC suits large writes (tens of KiB and up) to a real network
+// device, with other tasks busy meanwhile, rather than request/response
+// traffic; for small writes the kernel's bookkeeping costs more than the
+// copy it saves. From a plain goroutine, on the portable backend, on a
+// socket that does not support it (Unix domain sockets) or on a kernel
+// without it, WriteZC writes as Write does.
+func (c *Conn) WriteZC(ctx context.Context, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if c.noZC.Load() {
+		return c.write(ctx, b)
+	}
+	n, err := c.xfer(ctx, &c.wl, &c.wop, uring.OpSendZC, b, unix.MSG_NOSIGNAL|unix.MSG_WAITALL, true)
+	if n == 0 && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)) {
+		// Not for this socket or kernel: plain sends from now on.
+		c.noZC.Store(true)
+		return c.write(ctx, b)
+	}
+	if err != nil {
+		err = c.opError("write", err)
+	}
+	return n, err
 }
 
 // Writev writes all of bufs, in order, as Write would write their

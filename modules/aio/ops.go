@@ -39,6 +39,8 @@ func (o *fdOp) Prep(sqe *uring.SQE) {
 		sqe.PrepRecv(o.fd, o.buf, o.flags)
 	case uring.OpSend:
 		sqe.PrepSend(o.fd, o.buf, o.flags)
+	case uring.OpSendZC:
+		sqe.PrepSendZC(o.fd, o.buf, o.flags, 0)
 	case uring.OpFsync:
 		sqe.PrepFsync(o.fd, uint32(o.flags))
 	case uring.OpShutdown:

@@ -17,7 +17,9 @@ type record[T any] struct {
 	ownerGen  uint64
 	op        Op // keeps op's memory reachable until the completion
 	gen       uint32
-	cancelled bool  // ASYNC_CANCEL submitted
+	cancelled bool // ASYNC_CANCEL submitted
+	more      bool // first holds the result; the last CQE is still to come
+	first     Result
 	next      int32 // free list link
 }
 
@@ -55,7 +57,7 @@ func (s *records[T]) alloc() int32 {
 func (s *records[T]) release(i int32) {
 	r := &s.recs[i]
 	var zero T
-	r.owner, r.op, r.cancelled = zero, nil, false
+	r.owner, r.op, r.cancelled, r.more = zero, nil, false, false
 	r.gen = (r.gen + 1) & recordGenMask
 	r.next = s.free
 	s.free = i
@@ -139,15 +141,28 @@ func (r *Ring[T]) processCancels() {
 	r.submit()
 }
 
-// completeOp hands a completion to its record's owner.
+// completeOp hands a completion to its record's owner. An operation whose
+// CQE says More (a zero-copy send, whose notification follows once the
+// kernel has let go of the buffer) completes with its last CQE, reporting
+// the first one's result: until then its record, and so its memory, stay.
 func (r *Ring[T]) completeOp(cqe *uring.CQE) bool {
 	rec, i := r.recs.lookup(OpID(cqe.UserData))
 	if rec == nil {
 		return false
 	}
+	res := Result{Res: cqe.Res, Flags: cqe.Flags}
+	if cqe.Flags&uring.CQEFMore != 0 {
+		if !rec.more {
+			rec.more, rec.first = true, Result{Res: cqe.Res, Flags: cqe.Flags &^ uring.CQEFMore}
+		}
+		return false
+	}
+	if rec.more {
+		res = rec.first
+	}
 	owner, gen := rec.owner, rec.ownerGen
 	r.recs.release(i)
-	return r.cfg.Done(owner, gen, Result{Res: cqe.Res, Flags: cqe.Flags})
+	return r.cfg.Done(owner, gen, res)
 }
 
 // getSQE returns a free submission entry, submitting (and, if the kernel

@@ -38,6 +38,36 @@ func (s *SQE) PrepSend(fd int, b []byte, flags int) {
 	s.OpFlags = uint32(flags)
 }
 
+// Flags of PrepSendZC's zcFlags (the SQE's IoPrio field).
+const (
+	// SendZCPollFirst waits for room in the socket before the first try
+	// (IORING_RECVSEND_POLL_FIRST).
+	SendZCPollFirst uint16 = 1 << 0
+	// SendZCReportUsage makes the notification's Res carry
+	// NotifUsageZCCopied when the kernel copied the data after all
+	// (IORING_SEND_ZC_REPORT_USAGE, kernel 6.2+).
+	SendZCReportUsage uint16 = 1 << 3
+	// NotifUsageZCCopied, in a notification's Res, says that the data was
+	// copied rather than sent from the caller's memory (loopback, or a
+	// device without scatter-gather).
+	NotifUsageZCCopied int32 = -1 << 31
+)
+
+// PrepSendZC prepares a zero-copy send of b on socket fd (kernel 6.0+):
+// the kernel transmits from b's pages instead of copying them. It posts two
+// CQEs with the same UserData: the result (the byte count, CQE.More set
+// when a notification follows) and, once the kernel no longer references
+// b, a notification (CQEFNotif set, Res 0 or NotifUsageZCCopied). b must
+// stay referenced and unchanged until the notification. A failed send
+// posts its error, followed by a notification only if its More is set.
+// flags are MSG_*; zcFlags SendZC*.
+func (s *SQE) PrepSendZC(fd int, b []byte, flags int, zcFlags uint16) {
+	p, n := bufAddr(b)
+	s.prepPtr(OpSendZC, fd, p, n, 0)
+	s.OpFlags = uint32(flags)
+	s.IoPrio = zcFlags
+}
+
 // PrepRecv prepares recv(fd, b, flags). Keep b referenced until the CQE; the
 // result is the byte count received, 0 when the peer has shut down.
 func (s *SQE) PrepRecv(fd int, b []byte, flags int) {
