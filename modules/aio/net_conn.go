@@ -235,6 +235,14 @@ func (c *Conn) Write(ctx context.Context, b []byte) (int, error) {
 // copy it saves. From a plain goroutine, on the portable backend, on a
 // socket that does not support it (Unix domain sockets) or on a kernel
 // without it, WriteZC writes as Write does.
+//
+// Cancelling ctx cancels the send while it waits for room in the socket,
+// but once the data is out only the kernel's release ends the call (b
+// cannot be handed back earlier without the risk of a retransmission
+// sending whatever the caller wrote into it next), and a Close waits for
+// it too. A peer that stops reading (on loopback) or acknowledging (TCP
+// gives up after tcp_retries2, about 15 minutes) holds WriteZC that long:
+// use it toward peers that keep reading, and Write elsewhere.
 func (c *Conn) WriteZC(ctx context.Context, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
