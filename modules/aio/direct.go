@@ -417,7 +417,15 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 	if !p.pollable {
 		return blocking(ctx, op.direct)
 	}
-	if res = op.direct(); res.Res != -int32(unix.EAGAIN) || g.closing() {
+	if _, disk := op.(interface{ readsDisk() }); disk {
+		// It may wait for the disk: not on the worker.
+		if res, err = blocking(ctx, op.direct); err != nil {
+			return res, err
+		}
+	} else {
+		res = op.direct()
+	}
+	if res.Res != -int32(unix.EAGAIN) || g.closing() {
 		// Done without waiting: charge the coop budget, as for any
 		// operation that completes without suspending.
 		_ = runtime.Consume(ctx)

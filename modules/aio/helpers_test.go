@@ -14,6 +14,9 @@ import (
 // left no goroutine behind.
 func newRuntime(t testing.TB, cfg runtime.Config) *runtime.Runtime {
 	t.Helper()
+	// Goroutines alive now are not this test's; every other one must be
+	// gone once the runtime has closed.
+	ignore := goleak.IgnoreCurrent()
 	rt, err := runtime.New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -23,7 +26,7 @@ func newRuntime(t testing.TB, cfg runtime.Config) *runtime.Runtime {
 			t.Errorf("Close: %v", err)
 		}
 		if tt, ok := t.(*testing.T); ok {
-			goleak.VerifyNone(tt, goleak.IgnoreCurrent())
+			goleak.VerifyNone(tt, ignore)
 		}
 	})
 	return rt

@@ -3,6 +3,7 @@ package aio
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -245,7 +246,9 @@ func (lc ListenConfig) backlog() int {
 	if lc.Backlog == 0 {
 		return unix.SOMAXCONN // the kernel caps it at net.core.somaxconn
 	}
-	return lc.Backlog
+	// listen(2) takes an int: larger values would wrap to almost
+	// nothing. The kernel caps it at net.core.somaxconn anyway.
+	return min(lc.Backlog, math.MaxInt32)
 }
 
 // Listen announces on the local address, like net.Listen, on the runtime of

@@ -399,16 +399,15 @@ func TestTCPFromGoroutinesAndNet(t *testing.T) {
 			done <- err
 			return
 		}
-		defer c.Close()
-		if _, err := c.Write([]byte("ping")); err != nil {
-			done <- err
-			return
-		}
+		_, err = c.Write([]byte("ping"))
 		b := make([]byte, 4)
-		_, err = io.ReadFull(c, b)
+		if err == nil {
+			_, err = io.ReadFull(c, b)
+		}
 		if err == nil && string(b) != "pong" {
 			err = fmt.Errorf("net client got %q", b)
 		}
+		c.Close() // before done: nothing of this test may close after it returns
 		done <- err
 	}()
 	c, err := l.Accept(ctx)
@@ -433,8 +432,13 @@ func TestTCPFromGoroutinesAndNet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nl.Close()
+	echoed := make(chan struct{})
+	defer func() {
+		nl.Close() // ends an Accept still waiting
+		<-echoed   // s is closed once the goroutine is done
+	}()
 	go func() {
+		defer close(echoed)
 		s, err := nl.Accept()
 		if err == nil {
 			io.Copy(s, s)
@@ -445,6 +449,7 @@ func TestTCPFromGoroutinesAndNet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer d.Close(ctx) // on a failure below; ends the echo's io.Copy
 	if _, err := d.Write(ctx, []byte("echo")); err != nil {
 		t.Fatal(err)
 	}

@@ -330,3 +330,22 @@ func TestUnixDialFullBacklog(t *testing.T) {
 		})
 	}
 }
+
+// A Backlog beyond listen(2)'s int is capped, not wrapped: 1<<32 would
+// otherwise become 0, leaving room for a single pending connection.
+func TestHugeBacklogIsCapped(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	ctx := goroutineCtx(rt)
+	l, err := ListenConfig{Backlog: 1 << 32}.Listen(ctx, "unix", filepath.Join(t.TempDir(), "big.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	for i := range 8 {
+		c, err := Dial(ctx, "unix", l.Addr().String())
+		if err != nil {
+			t.Fatalf("Dial %d into a listener of Backlog 1<<32 accepting none: %v", i, err)
+		}
+		defer c.Close(ctx)
+	}
+}

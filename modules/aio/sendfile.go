@@ -81,6 +81,11 @@ func (o *sendfileOp) Prep(*uring.SQE) {
 	panic("faio/aio: sendfile has no io_uring form")
 }
 
+// readsDisk marks sendfile as an operation that may read a file's pages
+// from the disk: submitPoll runs a portable task's try on the blocking
+// pool instead of the worker.
+func (o *sendfileOp) readsDisk() {}
+
 func (o *sendfileOp) direct() runtime.Result {
 	off := o.off
 	return sys(func() (uintptr, uintptr, syscall.Errno) {
@@ -137,7 +142,7 @@ func (c *Conn) SendFile(ctx context.Context, f *File, off int64, n int64) (int64
 	var sent int64
 	var err error
 	spliced := false
-	if onRing(ctx) {
+	if c.onRing(ctx) {
 		sent, spliced, err = c.splice(ctx, f, off, n)
 	}
 	if !spliced {
@@ -152,17 +157,18 @@ func (c *Conn) SendFile(ctx context.Context, f *File, off int64, n int64) (int64
 	return sent, err
 }
 
-// onRing reports whether the caller is a task that may have a ring: one
-// of a runtime on the io_uring backend, or (ctx naming no task) one whose
-// runtime the first submission will tell.
-func onRing(ctx context.Context) bool {
+// onRing reports whether the caller is a task whose operations go to a
+// ring: ctx's task if ctx names one, else a task spawned on the
+// connection's runtime (SubmitOn), so that runtime's backend decides.
+func (c *Conn) onRing(ctx context.Context) bool {
 	if !runtime.OnTask() {
 		return false
 	}
+	rt := c.guard.rt
 	if t := runtime.Current(ctx); t != nil {
-		return t.Runtime().Backend() != runtime.BackendPortable
+		rt = t.Runtime()
 	}
-	return true
+	return rt.Backend() != runtime.BackendPortable
 }
 
 // sendfile is SendFile by sendfile(2). The caller holds the write lock and
@@ -303,6 +309,13 @@ func (n *NetConn) sendFile(f *File, limit int64) (sent int64, handled bool, err 
 	sent, err = n.c.SendFile(ctx, f, pos, limit)
 	if sent == 0 && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
 		return 0, false, nil
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "sendfile" {
+		// Named as net.TCPConn.ReadFrom names its errors.
+		e := *oe
+		e.Op = "readfrom"
+		err = &e
 	}
 	if _, serr := unix.Seek(f.guard.fd, pos+sent, io.SeekStart); serr != nil && err == nil {
 		err = pathError("seek", f.name, serr)

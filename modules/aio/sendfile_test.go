@@ -249,6 +249,10 @@ func TestSendFileEdges(t *testing.T) {
 				if _, err := client.SendFile(ctx, f, 0, 10); !errors.Is(err, net.ErrClosed) {
 					return fmt.Errorf("SendFile on a closed connection = %v", err)
 				}
+				// Through ReadFrom the error is named as net.TCPConn's.
+				if _, err := client.NetConn().ReadFrom(f.IO()); !errors.Is(err, net.ErrClosed) || !errors.As(err, &oe) || oe.Op != "readfrom" {
+					return fmt.Errorf("ReadFrom on a closed connection = %v", err)
+				}
 				return f.Close(ctx)
 			})
 		})
