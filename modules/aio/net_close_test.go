@@ -150,6 +150,7 @@ func TestStressTCPCloseRacesIO(t *testing.T) {
 // returns, and every descriptor those tasks opened is closed by their
 // deferred Close calls, which run with cancelled contexts.
 func TestRuntimeCloseWithIOInFlightLeaksNoFD(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
 	// Package net opens its poller's descriptors on first use: do that
 	// before counting.
 	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
@@ -178,7 +179,7 @@ func TestRuntimeCloseWithIOInFlightLeaksNoFD(t *testing.T) {
 	if err := <-finished; !errors.Is(err, runtime.ErrClosed) {
 		t.Fatalf("BlockOn = %v, want ErrClosed", err)
 	}
-	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	goleak.VerifyNone(t, ignore)
 	if after := countFDs(t); after != before {
 		t.Fatalf("%d descriptors before, %d after Close", before, after)
 	}

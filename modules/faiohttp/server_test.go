@@ -120,6 +120,8 @@ var servers = []server{
 }
 
 func newRuntime(t *testing.T) *runtime.Runtime {
+	// Goroutines alive now are not this test's.
+	ignore := goleak.IgnoreCurrent()
 	rt, err := runtime.New(runtime.Config{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +130,7 @@ func newRuntime(t *testing.T) *runtime.Runtime {
 		if err := rt.Close(); err != nil {
 			t.Error(err)
 		}
-		goleak.VerifyNone(t, goleak.IgnoreCurrent())
+		goleak.VerifyNone(t, ignore)
 	})
 	return rt
 }

@@ -15,6 +15,8 @@ import (
 // left no goroutine behind.
 func newRuntime(t testing.TB, cfg Config) *Runtime {
 	t.Helper()
+	// Goroutines alive now are not this test's.
+	ignore := goleak.IgnoreCurrent()
 	rt, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -24,7 +26,7 @@ func newRuntime(t testing.TB, cfg Config) *Runtime {
 			t.Errorf("Close: %v", err)
 		}
 		if tt, ok := t.(*testing.T); ok {
-			goleak.VerifyNone(tt, goleak.IgnoreCurrent())
+			goleak.VerifyNone(tt, ignore)
 		}
 	})
 	return rt
@@ -223,6 +225,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestCloseIsIdempotentAndRefusesNewWork(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
 	rt, err := New(Config{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +243,7 @@ func TestCloseIsIdempotentAndRefusesNewWork(t *testing.T) {
 	if _, err := h.Join(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SpawnOn after Close: Join = %v", err)
 	}
-	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	goleak.VerifyNone(t, ignore)
 }
 
 func TestSpawnWithoutTaskFails(t *testing.T) {
