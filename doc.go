@@ -21,7 +21,7 @@
 //	github.com/faio-go/faio/modules/runtime  the scheduler: Runtime, tasks, timers, Submit/Suspend
 //	github.com/faio-go/faio/modules/sync     Mutex, RWMutex, Cond, Event, Promise, Semaphore, ...
 //	github.com/faio-go/faio/modules/channel  NewChannel's Sender/Receiver, Select
-//	github.com/faio-go/faio/modules/aio      File, TCP and UDP over each worker's io_uring
+//	github.com/faio-go/faio/modules/aio      File, TCP, UDP and Unix sockets over each worker's io_uring
 //
 // Libraries that build their own waits or io_uring operations use
 // runtime.Suspend and runtime.Submit from the runtime module.
