@@ -33,7 +33,7 @@ func splitRandom(data []byte, rng *rand.Rand) [][]byte {
 // buffers of other random sizes: the socket buffers fill up, the writes
 // come back short and Writev resumes in the middle of a buffer. Every byte
 // is checked, and the stream ends with io.EOF after CloseWrite.
-func vecRoundTrip(ctx context.Context, client, server *Conn, spawn func(func() error) func() error) error {
+func vecRoundTrip(ctx context.Context, client, server *Conn, spawn spawnFunc) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	data := randomBytes(8<<20, 5)
 	bufs := splitRandom(data, rng)
@@ -79,49 +79,9 @@ func vecRoundTrip(ctx context.Context, client, server *Conn, spawn func(func() e
 // Vectored I/O from tasks and from goroutines, on both backends, over TCP
 // and Unix sockets.
 func TestConnWritevReadv(t *testing.T) {
-	for _, backend := range backends {
-		for _, network := range []string{"tcp", "unix"} {
-			t.Run(backend.String()+"/"+network, func(t *testing.T) {
-				rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-				before := fdTargets(t)
-				addr := "127.0.0.1:0"
-				if network == "unix" {
-					addr = ""
-				}
-				runTask(t, rt, func(ctx context.Context) error {
-					client, server, err := connPair(ctx, network, addr)
-					if err != nil {
-						return err
-					}
-					defer client.Close(ctx)
-					defer server.Close(ctx)
-					return vecRoundTrip(ctx, client, server, func(f func() error) func() error {
-						h := runtime.Spawn(ctx, func(context.Context) (int, error) { return 0, f() })
-						return func() error { _, err := h.Join(ctx); return err }
-					})
-				})
-				within(t, 30*time.Second, "goroutine Writev", func() {
-					ctx := goroutineCtx(rt)
-					client, server, err := goroutinePair(ctx, network, addr)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer client.Close(ctx)
-					defer server.Close(ctx)
-					err = vecRoundTrip(ctx, client, server, func(f func() error) func() error {
-						ch := make(chan error, 1)
-						go func() { ch <- f() }()
-						return func() error { return <-ch }
-					})
-					if err != nil {
-						t.Error(err)
-					}
-				})
-				checkNoFDLeak(t, before)
-			})
-		}
-	}
+	onConnPairs(t, "Writev", func(ctx context.Context, client, server *Conn, spawn spawnFunc) error {
+		return vecRoundTrip(ctx, client, server, spawn)
+	})
 }
 
 // goroutinePair is connPair for plain goroutines: the Accept runs in a

@@ -14,7 +14,7 @@ import (
 // zcRoundTrip writes 4 MiB with WriteZC in chunks of 256 KiB to a reader
 // that starts late (the sends come back short and resume mid-chunk) and
 // checks every byte.
-func zcRoundTrip(ctx context.Context, client, server *Conn, spawn func(func() error) func() error) error {
+func zcRoundTrip(ctx context.Context, client, server *Conn, spawn spawnFunc) error {
 	data := randomBytes(4<<20, 9)
 	wait := spawn(func() error {
 		for off := 0; off < len(data); off += 256 << 10 {
@@ -42,49 +42,7 @@ func zcRoundTrip(ctx context.Context, client, server *Conn, spawn func(func() er
 // WriteZC from tasks and goroutines, on both backends, over TCP (zero-copy
 // on io_uring) and Unix sockets (which refuse it: plain sends).
 func TestConnWriteZC(t *testing.T) {
-	for _, backend := range backends {
-		for _, network := range []string{"tcp", "unix"} {
-			t.Run(backend.String()+"/"+network, func(t *testing.T) {
-				rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-				before := fdTargets(t)
-				addr := "127.0.0.1:0"
-				if network == "unix" {
-					addr = ""
-				}
-				runTask(t, rt, func(ctx context.Context) error {
-					client, server, err := connPair(ctx, network, addr)
-					if err != nil {
-						return err
-					}
-					defer client.Close(ctx)
-					defer server.Close(ctx)
-					return zcRoundTrip(ctx, client, server, func(f func() error) func() error {
-						h := runtime.Spawn(ctx, func(context.Context) (int, error) { return 0, f() })
-						return func() error { _, err := h.Join(ctx); return err }
-					})
-				})
-				within(t, 30*time.Second, "goroutine WriteZC", func() {
-					ctx := goroutineCtx(rt)
-					client, server, err := goroutinePair(ctx, network, addr)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer client.Close(ctx)
-					defer server.Close(ctx)
-					err = zcRoundTrip(ctx, client, server, func(f func() error) func() error {
-						ch := make(chan error, 1)
-						go func() { ch <- f() }()
-						return func() error { return <-ch }
-					})
-					if err != nil {
-						t.Error(err)
-					}
-				})
-				checkNoFDLeak(t, before)
-			})
-		}
-	}
+	onConnPairs(t, "WriteZC", zcRoundTrip)
 }
 
 // On io_uring a task's WriteZC really is a zero-copy send: each one

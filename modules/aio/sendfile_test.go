@@ -34,6 +34,48 @@ func goSpawner(f func() error) func() error {
 	return func() error { return <-ch }
 }
 
+// onConnPairs runs check over a connected pair of each stream network
+// ("tcp", "unix") on each backend, once from a task and once from plain
+// goroutines, and checks that nothing leaks.
+func onConnPairs(t *testing.T, what string, check func(ctx context.Context, client, server *Conn, spawn spawnFunc) error) {
+	t.Helper()
+	for _, backend := range backends {
+		for _, network := range []string{"tcp", "unix"} {
+			t.Run(backend.String()+"/"+network, func(t *testing.T) {
+				rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+				before := fdTargets(t)
+				addr := "127.0.0.1:0"
+				if network == "unix" {
+					addr = ""
+				}
+				runTask(t, rt, func(ctx context.Context) error {
+					client, server, err := connPair(ctx, network, addr)
+					if err != nil {
+						return err
+					}
+					defer client.Close(ctx)
+					defer server.Close(ctx)
+					return check(ctx, client, server, taskSpawner(ctx))
+				})
+				within(t, 30*time.Second, "goroutine "+what, func() {
+					ctx := goroutineCtx(rt)
+					client, server, err := goroutinePair(ctx, network, addr)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer client.Close(ctx)
+					defer server.Close(ctx)
+					if err := check(ctx, client, server, goSpawner); err != nil {
+						t.Error(err)
+					}
+				})
+				checkNoFDLeak(t, before)
+			})
+		}
+	}
+}
+
 // readAllFrom reads c to its end.
 func readAllFrom(ctx context.Context, c *Conn) ([]byte, error) {
 	var got []byte
@@ -94,52 +136,14 @@ func TestSendFile(t *testing.T) {
 	if err := os.WriteFile(name, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, backend := range backends {
-		for _, network := range []string{"tcp", "unix"} {
-			t.Run(backend.String()+"/"+network, func(t *testing.T) {
-				rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-				before := fdTargets(t)
-				addr := "127.0.0.1:0"
-				if network == "unix" {
-					addr = ""
-				}
-				runTask(t, rt, func(ctx context.Context) error {
-					client, server, err := connPair(ctx, network, addr)
-					if err != nil {
-						return err
-					}
-					defer client.Close(ctx)
-					defer server.Close(ctx)
-					f, err := Open(ctx, name)
-					if err != nil {
-						return err
-					}
-					defer f.Close(ctx)
-					return sendFileChecks(ctx, client, server, f, data, taskSpawner(ctx))
-				})
-				within(t, 30*time.Second, "goroutine SendFile", func() {
-					ctx := goroutineCtx(rt)
-					client, server, err := goroutinePair(ctx, network, addr)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer client.Close(ctx)
-					defer server.Close(ctx)
-					f, err := Open(ctx, name)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer f.Close(ctx)
-					if err := sendFileChecks(ctx, client, server, f, data, goSpawner); err != nil {
-						t.Error(err)
-					}
-				})
-				checkNoFDLeak(t, before)
-			})
+	onConnPairs(t, "SendFile", func(ctx context.Context, client, server *Conn, spawn spawnFunc) error {
+		f, err := Open(ctx, name)
+		if err != nil {
+			return err
 		}
-	}
+		defer f.Close(ctx)
+		return sendFileChecks(ctx, client, server, f, data, spawn)
+	})
 }
 
 // The offsets and counts at the edges of the file, the end of the file
