@@ -103,7 +103,11 @@ var errNotRegular = errors.New("not a regular file")
 // splices them through a pipe (IORING_OP_SPLICE), elsewhere sendfile(2)
 // runs with the socket's wait in Go's netpoller. n < 0 sends up to the end
 // of the file. It neither uses nor moves f's file position, and like
-// Write it is never interleaved with another write.
+// Write it is never interleaved with another write. io_uring runs splices
+// in its kernel worker threads (io-wq): each SendFile in progress on the
+// ring holds one, blocked there while the peer's receive window is full,
+// so thousands of concurrent SendFiles to slow readers cost as many kernel
+// threads until they finish or their ctx cancels them.
 //
 // It returns the number of bytes sent. Like net.TCPConn.ReadFrom (and
 // io.Copy of an io.LimitReader), the end of the file is not an error: if
