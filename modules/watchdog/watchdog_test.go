@@ -67,37 +67,28 @@ func noStall(t *testing.T, f *fakeWorkers, for_ time.Duration) {
 }
 
 // One resumption that holds worker 1 past the threshold with tasks
-// waiting is reported once, with how long it ran; the other worker, whose
-// heartbeat moves, is not.
+// waiting is reported once, with how long it ran; worker 0, between tasks
+// with tasks queued, is not stalled.
 func TestStallReportedOnce(t *testing.T) {
 	f := newFake(2)
 	task := new(int)
+	f.set(0, Sample{Heartbeat: 1, Waiting: 5})
 	f.set(1, Sample{Running: task, Heartbeat: 7, Waiting: 3})
 	d := Start(f, 5*time.Millisecond)
 	defer d.Stop()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // worker 0 keeps moving
-		defer wg.Done()
-		for hb := uint64(0); ; hb++ {
-			f.set(0, Sample{Running: task, Heartbeat: hb, Waiting: 5})
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
 	s := waitStall(t, f)
 	if s.worker != 1 || s.running != task || s.waiting != 3 || s.d < 5*time.Millisecond {
 		t.Fatalf("stall %+v, want worker 1 running the task for >= 5ms with 3 waiting", s)
 	}
 	noStall(t, f, 50*time.Millisecond) // the same stall is not reported again
-	close(stop)
-	wg.Wait()
 	if d.Stalls() != 1 {
 		t.Fatalf("Stalls = %d, want 1", d.Stalls())
+	}
+	// The next resumption on the same coroutine (a new heartbeat) that
+	// holds the worker again is a new stall.
+	f.set(1, Sample{Running: task, Heartbeat: 8, Waiting: 1})
+	if s := waitStall(t, f); s.worker != 1 || s.waiting != 1 {
+		t.Fatalf("second stall %+v", s)
 	}
 }
 
