@@ -142,7 +142,7 @@ type waitModel struct {
 	ioCancel  bool        // stIOCancel is set
 	requests  int         // cancel requests sent to the worker
 	processed int         // of which processCancels has taken
-	completed bool        // completeIO has run
+	completed bool        // ioDone has run
 	id        driver.OpID // of the I/O
 }
 
