@@ -123,9 +123,6 @@ func (p *Portable[T]) Wake() {
 	}
 }
 
-// Attach does nothing: a portable driver is not tied to a thread.
-func (p *Portable[T]) Attach() error { return nil }
-
 // Start panics: there is no ring.
 func (p *Portable[T]) Start(Op, T, uint64) OpID {
 	panic("faio/driver: an operation started on the portable backend")
