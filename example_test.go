@@ -98,3 +98,32 @@ func ExampleWithRuntime() {
 	fmt.Println(string(data), err)
 	// Output: written through io_uring <nil>
 }
+
+// Two listeners share one port with SO_REUSEPORT, as a server with an
+// accept loop per worker would: the kernel spreads the connections over
+// them. Unix domain sockets take the same calls with "unix".
+func ExampleListenConfig() {
+	rt, err := faio.New(faio.Config{Workers: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	ctx := faio.WithRuntime(context.Background(), rt)
+
+	lc := faio.ListenConfig{ReusePort: true}
+	a, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.Close(ctx)
+	b, err := lc.Listen(ctx, "tcp", a.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Close(ctx)
+	fmt.Println("same port:", a.Addr().String() == b.Addr().String())
+	// Output: same port: true
+}
