@@ -34,10 +34,47 @@ func goSpawner(f func() error) func() error {
 	return func() error { return <-ch }
 }
 
+// connCheck is a check over a connected pair, given a way to run work
+// concurrently (in a task or a goroutine, like the caller).
+type connCheck func(ctx context.Context, client, server *Conn, spawn spawnFunc) error
+
+// checkFromTask runs check in a task of rt over a pair connected on
+// network (addr: where to listen).
+func checkFromTask(t *testing.T, rt *runtime.Runtime, network, addr string, check connCheck) {
+	t.Helper()
+	runTask(t, rt, func(ctx context.Context) error {
+		client, server, err := connPair(ctx, network, addr)
+		if err != nil {
+			return err
+		}
+		defer client.Close(ctx)
+		defer server.Close(ctx)
+		return check(ctx, client, server, taskSpawner(ctx))
+	})
+}
+
+// checkFromGoroutines runs check in plain goroutines using rt, within 30 s.
+func checkFromGoroutines(t *testing.T, rt *runtime.Runtime, what, network, addr string, check connCheck) {
+	t.Helper()
+	within(t, 30*time.Second, "goroutine "+what, func() {
+		ctx := goroutineCtx(rt)
+		client, server, err := goroutinePair(ctx, network, addr)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer client.Close(ctx)
+		defer server.Close(ctx)
+		if err := check(ctx, client, server, goSpawner); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // onConnPairs runs check over a connected pair of each stream network
 // ("tcp", "unix") on each backend, once from a task and once from plain
 // goroutines, and checks that nothing leaks.
-func onConnPairs(t *testing.T, what string, check func(ctx context.Context, client, server *Conn, spawn spawnFunc) error) {
+func onConnPairs(t *testing.T, what string, check connCheck) {
 	t.Helper()
 	for _, backend := range backends {
 		for _, network := range []string{"tcp", "unix"} {
@@ -48,28 +85,8 @@ func onConnPairs(t *testing.T, what string, check func(ctx context.Context, clie
 				if network == "unix" {
 					addr = ""
 				}
-				runTask(t, rt, func(ctx context.Context) error {
-					client, server, err := connPair(ctx, network, addr)
-					if err != nil {
-						return err
-					}
-					defer client.Close(ctx)
-					defer server.Close(ctx)
-					return check(ctx, client, server, taskSpawner(ctx))
-				})
-				within(t, 30*time.Second, "goroutine "+what, func() {
-					ctx := goroutineCtx(rt)
-					client, server, err := goroutinePair(ctx, network, addr)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer client.Close(ctx)
-					defer server.Close(ctx)
-					if err := check(ctx, client, server, goSpawner); err != nil {
-						t.Error(err)
-					}
-				})
+				checkFromTask(t, rt, network, addr, check)
+				checkFromGoroutines(t, rt, what, network, addr, check)
 				checkNoFDLeak(t, before)
 			})
 		}
@@ -336,29 +353,9 @@ func TestSendFileCancelAndClose(t *testing.T) {
 					return done()
 				}
 				if fromTask {
-					runTask(t, rt, func(ctx context.Context) error {
-						client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
-						if err != nil {
-							return err
-						}
-						defer client.Close(ctx)
-						defer server.Close(ctx)
-						return check(ctx, client, server, taskSpawner(ctx))
-					})
+					checkFromTask(t, rt, "tcp", "127.0.0.1:0", check)
 				} else {
-					within(t, 30*time.Second, "goroutine SendFile", func() {
-						ctx := goroutineCtx(rt)
-						client, server, err := goroutinePair(ctx, "tcp", "127.0.0.1:0")
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						defer client.Close(ctx)
-						defer server.Close(ctx)
-						if err := check(ctx, client, server, goSpawner); err != nil {
-							t.Error(err)
-						}
-					})
+					checkFromGoroutines(t, rt, "SendFile", "tcp", "127.0.0.1:0", check)
 				}
 				checkNoFDLeak(t, before)
 			})
