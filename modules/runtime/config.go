@@ -146,7 +146,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	// The Config's own value is checked even where the environment
 	// overrides it: a bad value is the program's error.
-	if c.IOBackend < BackendAuto || c.IOBackend > BackendPortable {
+	if !c.IOBackend.Valid() {
 		bad("IOBackend = %d, want BackendAuto, BackendIOUring or BackendPortable", int(c.IOBackend))
 	}
 	if b, ok, err := driver.BackendFromEnv(); err != nil {
