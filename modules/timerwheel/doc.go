@@ -64,4 +64,11 @@
 // other goroutines hand timers to that owner rather than touching its
 // wheel. The fire callback runs on the owner's goroutine and may call back
 // into the wheel, for example to re-arm an interval.
+//
+// A Shared wheel is the one faio's workers own: a Wheel behind a mutex,
+// with its earliest deadline published for reading without the lock
+// (Next). Its owner uses it as a Wheel, and another goroutine that sees
+// through Next that the owner has fallen behind fires the overdue entries
+// with TryAdvance. Its fire callback runs under the lock and must not call
+// back into it.
 package timerwheel

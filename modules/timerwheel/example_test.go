@@ -82,3 +82,26 @@ func ExampleWheel_NextDeadline() {
 	// 1
 	// false
 }
+
+// A Shared wheel lets a second goroutine fire the timers of an owner that
+// fell behind: it watches Next, without locking, and fires what is overdue
+// with TryAdvance.
+func ExampleShared() {
+	s, err := timerwheel.NewShared[string](timerwheel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	s.Lock()
+	s.Insert(5*time.Millisecond, "wake the sleeper")
+	s.Unlock()
+
+	// Another goroutine, at 7ms, finds the owner two ticks late.
+	now := 7 * time.Millisecond
+	if s.Next() <= now-time.Millisecond {
+		n, ok := s.TryAdvance(now, func(what string) { fmt.Println(what) })
+		fmt.Println(n, ok, s.Next() == timerwheel.NoDeadline)
+	}
+	// Output:
+	// wake the sleeper
+	// 1 true true
+}

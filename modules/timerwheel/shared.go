@@ -1,0 +1,106 @@
+package timerwheel
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// NoDeadline is what Shared.Next reports while the wheel is empty.
+const NoDeadline = time.Duration(math.MaxInt64)
+
+// Shared is a Wheel that more than one goroutine may drive. Its owner
+// inserts, cancels and advances it as it would a Wheel; any other goroutine
+// may advance it too, typically to fire the entries of an owner that fell
+// behind (in faio, a worker that Go descheduled or that runs a long task).
+// A mutex guards the wheel, and the earliest deadline is published so that
+// others can see without the lock whether anything is overdue.
+type Shared[T any] struct {
+	mu   sync.Mutex
+	w    *Wheel[T]
+	next atomic.Int64 // Next's value
+}
+
+// NewShared returns an empty Shared wheel at time 0; see New.
+func NewShared[T any](cfg Config) (*Shared[T], error) {
+	w, err := New[T](cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Shared[T]{w: w}
+	s.next.Store(int64(NoDeadline))
+	return s, nil
+}
+
+// Next returns, without locking, the earliest deadline (rounded up to its
+// tick) as of the last Insert or Advance, or NoDeadline if the wheel was
+// empty then. Cancel does not move it, so it may be earlier than the true
+// next firing (an Advance at that time fires nothing and corrects it), but
+// never later.
+func (s *Shared[T]) Next() time.Duration { return time.Duration(s.next.Load()) }
+
+// Lock takes the wheel for Insert; Unlock releases it. Holding the lock
+// from Insert until a step that must come before the entry can fire
+// (publishing the wait it ends, say) keeps every other goroutine's Advance
+// from firing it earlier.
+func (s *Shared[T]) Lock() { s.mu.Lock() }
+
+// Unlock releases the lock Lock took.
+func (s *Shared[T]) Unlock() { s.mu.Unlock() }
+
+// Insert is Wheel.Insert. The caller holds the lock.
+func (s *Shared[T]) Insert(deadline time.Duration, v T) Handle {
+	h := s.w.Insert(deadline, v)
+	at := deadline
+	if deadline > s.w.now {
+		at = instant(ceilTicks(deadline, s.w.res), s.w.res)
+	}
+	if at < s.Next() {
+		s.next.Store(int64(at))
+	}
+	return h
+}
+
+// Cancel is Wheel.Cancel, under the lock.
+func (s *Shared[T]) Cancel(h Handle) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Cancel(h)
+}
+
+// Len is Wheel.Len, under the lock.
+func (s *Shared[T]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Len()
+}
+
+// Advance is Wheel.Advance under the lock, and publishes the new earliest
+// deadline. fire runs with the lock held: it must not call s's methods.
+func (s *Shared[T]) Advance(now time.Duration, fire func(T)) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.advance(now, fire)
+}
+
+// TryAdvance is Advance if the lock is free; ok is false, and nothing
+// fired, if another goroutine holds it (it is then inserting, or firing
+// the same entries).
+func (s *Shared[T]) TryAdvance(now time.Duration, fire func(T)) (n int, ok bool) {
+	if !s.mu.TryLock() {
+		return 0, false
+	}
+	defer s.mu.Unlock()
+	return s.advance(now, fire), true
+}
+
+func (s *Shared[T]) advance(now time.Duration, fire func(T)) int {
+	n := s.w.Advance(now, fire)
+	if d, ok := s.w.NextDeadline(); ok {
+		s.next.Store(int64(d))
+	} else {
+		s.next.Store(int64(NoDeadline))
+	}
+	return n
+}

@@ -1,0 +1,123 @@
+package timerwheel
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestSharedNext(t *testing.T) {
+	s, err := NewShared[int](Config{Resolution: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Next(); got != NoDeadline {
+		t.Fatalf("empty: Next = %v, want NoDeadline", got)
+	}
+	s.Lock()
+	h := s.Insert(2500*time.Microsecond, 1)
+	s.Insert(7*time.Millisecond, 2)
+	s.Unlock()
+	// Rounded up to its tick, as the entry fires.
+	if got := s.Next(); got != 3*time.Millisecond {
+		t.Fatalf("Next = %v, want 3ms", got)
+	}
+	if !s.Cancel(h) {
+		t.Fatal("Cancel of a live entry = false")
+	}
+	if got := s.Next(); got != 3*time.Millisecond {
+		t.Fatalf("after Cancel: Next = %v, want 3ms (never later than the truth)", got)
+	}
+	var fired []int
+	if n := s.Advance(3*time.Millisecond, func(v int) { fired = append(fired, v) }); n != 0 {
+		t.Fatalf("Advance(3ms) fired %d (%v), want 0", n, fired)
+	}
+	if got := s.Next(); got != 7*time.Millisecond {
+		t.Fatalf("after Advance: Next = %v, want 7ms", got)
+	}
+	if n, ok := s.TryAdvance(7*time.Millisecond, func(v int) { fired = append(fired, v) }); !ok || n != 1 || fired[0] != 2 {
+		t.Fatalf("TryAdvance = %d, %v; fired %v", n, ok, fired)
+	}
+	if got := s.Next(); got != NoDeadline || s.Len() != 0 {
+		t.Fatalf("drained: Next = %v, Len = %d", got, s.Len())
+	}
+	s.Lock()
+	if _, ok := s.TryAdvance(time.Second, func(int) {}); ok {
+		t.Fatal("TryAdvance took a held lock")
+	}
+	s.Unlock()
+}
+
+// An owner inserts and cancels while other goroutines advance the same
+// wheel: every entry either fires exactly once, never before its deadline,
+// or is cancelled before firing; and Next never runs past a pending entry.
+func TestSharedConcurrentOwnerAndPeers(t *testing.T) {
+	const n = 5000
+	s, err := NewShared[int](Config{Resolution: time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64 // the shared time, moved by the peers
+	deadlines := make([]time.Duration, n)
+	fired := make([]atomic.Int32, n)
+	firedAt := make([]atomic.Int64, n)
+	cancelled := make([]bool, n)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 3 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				now := time.Duration(clock.Add(int64(time.Microsecond)))
+				// A peer must see every due entry through Next.
+				if now < s.Next() {
+					runtime.Gosched()
+					continue
+				}
+				s.TryAdvance(now, func(v int) {
+					fired[v].Add(1)
+					firedAt[v].Store(int64(now))
+				})
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var handles []Handle
+	for i := range n {
+		d := time.Duration(clock.Load()) + time.Duration(rng.IntN(2000))*time.Microsecond
+		deadlines[i] = d
+		s.Lock()
+		handles = append(handles, s.Insert(d, i))
+		s.Unlock()
+		if j := rng.IntN(len(handles)); rng.IntN(3) == 0 && s.Cancel(handles[j]) {
+			cancelled[j] = true
+		}
+	}
+	// Let the peers run the clock past every deadline.
+	for start := time.Now(); s.Len() > 0; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("%d entries never fired: Next = %v ran past them", s.Len(), s.Next())
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for i := range n {
+		switch f := fired[i].Load(); {
+		case cancelled[i] && f != 0:
+			t.Fatalf("entry %d fired %d times after a successful Cancel", i, f)
+		case !cancelled[i] && f != 1:
+			t.Fatalf("entry %d fired %d times", i, f)
+		case f == 1 && time.Duration(firedAt[i].Load()) < deadlines[i]:
+			t.Fatalf("entry %d fired at %v, before its deadline %v", i, time.Duration(firedAt[i].Load()), deadlines[i])
+		}
+	}
+}
