@@ -121,7 +121,7 @@ func (rt *Runtime) newWorker(id int) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	wheel, err := timerwheel.New[Waker](timerwheel.Config{Resolution: rt.cfg.TimerResolution})
+	wheel, err := timerwheel.NewShared[Waker](timerwheel.Config{Resolution: rt.cfg.TimerResolution})
 	if err != nil {
 		return nil, err
 	}

@@ -372,3 +372,52 @@ func TestMisplacedCallErrorsPointTheRightWay(t *testing.T) {
 		t.Errorf("Close in a task: %v; want ErrOnWorker saying where to call Close", closeErr)
 	}
 }
+
+// A worker held by a task that never yields (or descheduled by Go) must not
+// hold up the timers on its wheel: the other worker fires them once they
+// are a tick overdue. Without that, the sleeper below wakes only when the
+// hog lets go of the worker, a second later.
+func TestPeerFiresTimersOfBusyWorker(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	for attempt := 0; ; attempt++ {
+		if attempt == 20 {
+			t.Fatal("the hog never ran on the sleeper's worker in 20 attempts")
+		}
+		var sameWorker, hogDone, wokeDuringHog atomic.Bool
+		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			// The sleeper spawns the hog into its worker's LIFO slot,
+			// so the hog runs there as soon as the sleeper suspends
+			// (unless the other worker steals it first: try again).
+			Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				home := taskFor(ctx).worker
+				Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+					if taskFor(ctx).worker != home {
+						return struct{}{}, nil
+					}
+					sameWorker.Store(true)
+					for start := time.Now(); time.Since(start) < time.Second; {
+					}
+					hogDone.Store(true)
+					return struct{}{}, nil
+				})
+				err := Sleep(ctx, 10*time.Millisecond)
+				wokeDuringHog.Store(!hogDone.Load())
+				return struct{}{}, err
+			})
+			return struct{}{}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameWorker.Load() {
+			continue
+		}
+		if !wokeDuringHog.Load() {
+			t.Fatal("the sleeper woke only after the hog released its worker")
+		}
+		if n := rt.Stats().PeerTimers; n == 0 {
+			t.Fatalf("Stats().PeerTimers = 0 after a peer fired a timer")
+		}
+		return
+	}
+}

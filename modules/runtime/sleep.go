@@ -5,8 +5,6 @@ import (
 	"errors"
 	goruntime "runtime"
 	"time"
-
-	"github.com/faio-go/faio/modules/timerwheel"
 )
 
 // Sleep pauses the calling task for at least d, on its worker's timer wheel:
@@ -143,28 +141,4 @@ func Timeout[T any](ctx context.Context, d time.Duration, op func(context.Contex
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return op(ctx)
-}
-
-// requestTimerCancel asks w to remove a wheel entry it owns; w does so at
-// its next drive (an entry it fires meanwhile finds its Waker stale and
-// does nothing).
-func (w *worker) requestTimerCancel(h timerwheel.Handle) {
-	w.timerCancelMu.Lock()
-	w.timerCancels = append(w.timerCancels, h)
-	w.timerCancelN.Add(1)
-	w.timerCancelMu.Unlock()
-}
-
-// processTimerCancels removes the wheel entries asked for.
-func (w *worker) processTimerCancels() {
-	if w.timerCancelN.Load() == 0 {
-		return
-	}
-	w.timerCancelMu.Lock()
-	for _, h := range w.timerCancels {
-		w.wheel.Cancel(h)
-	}
-	w.timerCancels = w.timerCancels[:0]
-	w.timerCancelN.Store(0)
-	w.timerCancelMu.Unlock()
 }

@@ -20,6 +20,7 @@ type Stats struct {
 	IOErrors      uint64 // passing io_uring_enter errors, retried (a broken ring stops the process: driver.RingError)
 	Stalls        uint64 // stalls seen by the watchdog
 	Coroutines    uint64 // coroutines created (the rest were reused)
+	PeerTimers    uint64 // timers fired by a worker for an overdue peer
 	PerWorker     []WorkerStats
 }
 
@@ -64,6 +65,7 @@ func (rt *Runtime) Stats() Stats {
 		s.IOSubmitted += sub
 		s.IOCompleted += done
 		s.Coroutines += ws.corosCreated.Load()
+		s.PeerTimers += ws.peerTimers.Load()
 		s.PerWorker[i] = WorkerStats{
 			Polls:  ws.polls.Load(),
 			Steals: ws.steals.Load(),

@@ -271,13 +271,9 @@ func (t *Task) suspend(ctx context.Context) error {
 	}
 	if c.timerWorker != nil {
 		// Resumed before the timer fired (woken, or cancelled): drop it.
-		if c.timerWorker == t.worker {
-			t.worker.wheel.Cancel(c.timer)
-		} else {
-			// Another worker's wheel: ask it to drop the entry, so
-			// long deadlines do not pile up stale entries there.
-			c.timerWorker.requestTimerCancel(c.timer)
-		}
+		// (Possibly another worker's wheel: long deadlines must not
+		// pile up stale entries there.)
+		c.timerWorker.wheel.Cancel(c.timer)
 		c.timerWorker = nil
 	}
 	s := t.wstate.Load()
@@ -310,14 +306,17 @@ func (w *worker) completeSuspend(t *Task) {
 	if ctx == context.Context(t) {
 		st |= stSelfCancel
 	}
+	// A wheel entry must not fire before the wait is published: the
+	// wheel's lock keeps peers from firing it until then.
+	locked := false
 	switch kind {
 	case kindSleep:
-		// Only this worker fires its wheel, so the entry cannot fire
-		// before the wait is published.
 		at, wk := c.sleepUntil, Waker{t: t, gen: gen}
 		if dl, ok := ctx.Deadline(); ok && dl.Sub(w.rt.start) < at {
 			at, wk.deadline = dl.Sub(w.rt.start), true
 		}
+		w.wheel.Lock()
+		locked = true
 		w.armTimer(c, at, wk)
 	case kindIO:
 		// Likewise only this worker reaps its ring.
@@ -328,6 +327,8 @@ func (w *worker) completeSuspend(t *Task) {
 		// The deadline of the wait's context is enforced on this
 		// worker's wheel, not by the Go timer behind the context.
 		if dl, ok := ctx.Deadline(); ok {
+			w.wheel.Lock()
+			locked = true
 			w.armTimer(c, dl.Sub(w.rt.start), Waker{t: t, gen: gen, deadline: true})
 		}
 	}
@@ -336,6 +337,9 @@ func (w *worker) completeSuspend(t *Task) {
 		st |= stRegistering
 	}
 	t.wstate.Store(gen<<genShift | st)
+	if locked {
+		w.wheel.Unlock()
+	}
 	// Dekker pairing with cancel: it stores the error and then loads
 	// wstate; we store wstate and then load the error. One of us sees the
 	// other, so a cancellation is never missed.

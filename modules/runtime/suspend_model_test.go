@@ -162,9 +162,9 @@ type suspendModel struct {
 // timer wheel but runs no loop: the model is the loop.
 func newSuspendModel(t *rapid.T) *suspendModel {
 	rt := &Runtime{cfg: Config{SubmitBatch: 1 << 30}, start: time.Now()}
-	w := &worker{rt: rt, inbox: ringq.NewGlobalQueue[*Task](), nextTimer: 1<<63 - 1}
+	w := &worker{rt: rt, inbox: ringq.NewGlobalQueue[*Task]()}
 	var err error
-	if w.wheel, err = timerwheel.New[Waker](timerwheel.Config{Resolution: time.Millisecond}); err != nil {
+	if w.wheel, err = timerwheel.NewShared[Waker](timerwheel.Config{Resolution: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	eng := &modelEngine{ops: map[driver.OpID]*modelOp{}, w: w}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"time"
 
+	"github.com/faio-go/faio/modules/timerwheel"
 	"github.com/faio-go/faio/modules/watchdog"
 )
 
@@ -24,6 +25,11 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 		s.Waiting = w.local.Len() + w.inbox.Len()
 		if w.lifo.Load() != nil {
 			// A task woken by the blocked one waits in its LIFO slot.
+			s.Waiting++
+		}
+		if due := w.wheel.Next(); due != timerwheel.NoDeadline && (*Runtime)(r).now() >= due+r.cfg.TimerResolution {
+			// So do its overdue timers: the sleeper woken below fires
+			// them (firePeerTimers).
 			s.Waiting++
 		}
 	}

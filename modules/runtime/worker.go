@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,8 +23,12 @@ type worker struct {
 	// Thieves may take it too (Swap), so a blocked worker strands nothing.
 	lifo     atomic.Pointer[Task]
 	lifoRuns int // consecutive LIFO runs this tick, bounded by maxLIFORuns
-	wheel    *timerwheel.Wheel[Waker]
 	io       engine
+	// The timer wheel is this worker's, but not only its own to fire: a
+	// worker that Go has descheduled, or that runs a long task, must not
+	// hold up its timers, so a peer fires them once they are a tick
+	// overdue (Go's scheduler runs the timers of any P the same way).
+	wheel *timerwheel.Shared[Waker]
 
 	tick      uint32
 	nextID    uint64      // ids of the tasks this worker spawns
@@ -40,21 +43,15 @@ type worker struct {
 	loopG     atomic.Uintptr
 	current   atomic.Pointer[coro]
 	heartbeat atomic.Uint64 // bumped every heartbeatTicks ticks, for the watchdog
-	nextTimer time.Duration // earliest deadline on the wheel, as of the last change
 
 	runningTask *Task // the task being resumed (owner only)
 
-	coros  []*coro // idle coroutines
-	batch  []*Task // scratch for global-queue refills and inbox drains
-	counts localCounts
-	fireFn func(Waker)
-	stats  workerStats
-	// Wheel entries other goroutines ask this worker to remove (a wait
-	// that ended elsewhere before its deadline), under timerCancelMu.
-	timerCancelMu sync.Mutex
-	timerCancels  []timerwheel.Handle
-	timerCancelN  atomic.Int32
-	stopped       chan struct{}
+	coros   []*coro // idle coroutines
+	batch   []*Task // scratch for global-queue refills and inbox drains
+	counts  localCounts
+	fireFn  func(Waker)
+	stats   workerStats
+	stopped chan struct{}
 }
 
 // heartbeatTicks: every this many ticks the worker proves to the watchdog
@@ -82,7 +79,7 @@ func (w *worker) loop() {
 		}
 		if w.tick%uint32(rt.cfg.IOInterval) == 0 {
 			w.drive()
-		} else if w.wheel.Len() > 0 && rt.now() >= w.nextTimer {
+		} else if due := w.wheel.Next(); due != timerwheel.NoDeadline && rt.now() >= due {
 			// Timers are checked against the clock every tick (one
 			// vDSO read, only while any are armed), so a worker busy
 			// with long tasks still fires them on time.
@@ -164,19 +161,24 @@ func (w *worker) runTask(t *Task) {
 	switch c.yieldReason {
 	case reasonDone:
 		t.coro = nil
-		c.task = nil
-		if len(w.coros) < maxIdleCoros {
-			w.coros = append(w.coros, c)
-		} else {
-			// Once stopped, the coroutine's goroutine (and so its g)
-			// may be reused; current no longer names it.
-			c.stop()
-		}
+		w.poolCoro(c)
 		w.rt.finish(t, w)
 	case reasonYield:
 		w.pushLocal(t)
 	case reasonSuspend:
 		w.completeSuspend(t)
+	}
+}
+
+// poolCoro keeps the coroutine of a finished task for the next one.
+func (w *worker) poolCoro(c *coro) {
+	c.task = nil
+	if len(w.coros) < maxIdleCoros {
+		w.coros = append(w.coros, c)
+	} else {
+		// Once stopped, the coroutine's goroutine (and so its g) may
+		// be reused; current no longer names it.
+		c.stop()
 	}
 }
 
@@ -343,7 +345,7 @@ func (w *worker) hasWork() bool {
 	// A cancellation request for an operation on our ring is work too:
 	// requestCancel pushes it and then checks parked, we store parked and
 	// then check here, so one of us sees the other.
-	if w.io.CancelPending() || w.timerCancelN.Load() > 0 {
+	if w.io.CancelPending() {
 		return true
 	}
 	for _, v := range rt.workers {
@@ -361,7 +363,7 @@ func (w *worker) park() {
 	rt.sm.SetSleeping(w.id, false)
 	if !w.hasWork() && !rt.shutdown.Load() {
 		timeout := time.Duration(-1)
-		if d, ok := w.wheel.NextDeadline(); ok {
+		if d := w.timersDue(); d != timerwheel.NoDeadline {
 			timeout = max(d-rt.now(), 0)
 		}
 		w.stats.parks.Add(1)
@@ -392,11 +394,11 @@ func (w *worker) unpark() {
 // drive reaps completions and fires due timers without blocking; it returns
 // how many tasks that made runnable.
 func (w *worker) drive() int {
-	w.processTimerCancels()
 	n := w.io.Reap()
-	if w.wheel.Len() > 0 {
+	if w.wheel.Next() != timerwheel.NoDeadline {
 		n += w.fireTimers()
 	}
+	n += w.firePeerTimers()
 	if n > 0 && w.inbox.Len()+w.local.Len() > 1 {
 		// Tasks are queued behind the one this worker runs next: tell a
 		// sleeping worker, unless somebody already searches, so that a
@@ -408,30 +410,53 @@ func (w *worker) drive() int {
 	return n
 }
 
-// fireTimers advances the wheel to now and notes its next deadline.
+// fireTimers fires this worker's due timers.
 func (w *worker) fireTimers() int {
-	n := w.wheel.Advance(w.rt.now(), w.fireFn)
-	w.noteTimers()
+	return w.wheel.Advance(w.rt.now(), w.fireFn)
+}
+
+// firePeerTimers fires, onto this worker, the timers of any peer that are a
+// tick overdue: that peer is running a long task or waits for an OS thread.
+// A peer busy firing them itself (its wheel locked) is left alone.
+func (w *worker) firePeerTimers() int {
+	n, now := 0, time.Duration(-1)
+	for _, v := range w.rt.workers {
+		due := v.wheel.Next()
+		if v == w || due == timerwheel.NoDeadline {
+			continue
+		}
+		if now < 0 {
+			now = w.rt.now()
+		}
+		if now >= due+w.rt.cfg.TimerResolution {
+			fired, _ := v.wheel.TryAdvance(now, w.fireFn)
+			w.stats.peerTimers.Add(uint64(fired))
+			n += fired
+		}
+	}
 	return n
+}
+
+// timersDue returns when this worker must next look at the timers: its own
+// earliest deadline, or a tick after that of a peer that is not asleep (a
+// sleeping peer wakes for its own). A peer overdue already has its wheel
+// locked (drive just tried it): look again in a tick rather than spin.
+func (w *worker) timersDue() time.Duration {
+	due, now := w.wheel.Next(), w.rt.now()
+	for _, v := range w.rt.workers {
+		if d := v.wheel.Next(); v != w && d != timerwheel.NoDeadline && !v.parked.Load() {
+			due = min(due, max(d, now)+w.rt.cfg.TimerResolution)
+		}
+	}
+	return due
 }
 
 // armTimer puts c's task on the wheel at wheel time at, on behalf of the
 // suspension named in wk; the task cancels the entry if it resumes first.
+// The caller holds the wheel's lock (see completeSuspend).
 func (w *worker) armTimer(c *coro, at time.Duration, wk Waker) {
 	c.timer = w.wheel.Insert(at, wk)
 	c.timerWorker = w
-	if at < w.nextTimer {
-		w.nextTimer = at
-	}
-}
-
-// noteTimers caches the wheel's next deadline for the per-tick check.
-func (w *worker) noteTimers() {
-	if d, ok := w.wheel.NextDeadline(); ok {
-		w.nextTimer = d
-	} else {
-		w.nextTimer = 1<<63 - 1
-	}
 }
 
 // pushWakeLocal queues t, woken by code running on this worker (its loop or
@@ -484,5 +509,5 @@ func (l *localCounts) publish(s *workerStats) {
 // by Stats.
 type workerStats struct {
 	spawned, completed, polls, steals, stolen, stealAttempts, parks, wakes, globalPops atomic.Uint64
-	corosCreated                                                                       atomic.Uint64
+	corosCreated, peerTimers                                                           atomic.Uint64
 }
