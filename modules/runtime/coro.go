@@ -61,6 +61,9 @@ func (c *coro) loop(yield func(struct{}) bool) {
 	defer coroutines.Delete(g)
 	for {
 		c.task.execute()
+		if c.task.worker.runInline(c) {
+			continue
+		}
 		if !yield(struct{}{}) {
 			return
 		}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
 	"testing"
@@ -419,5 +420,66 @@ func TestPeerFiresTimersOfBusyWorker(t *testing.T) {
 			t.Fatalf("Stats().PeerTimers = 0 after a peer fired a timer")
 		}
 		return
+	}
+}
+
+// Fresh tasks run back to back on the coroutine of the one that finished
+// before them (runInline). Whatever each does, panic, Goexit, suspend,
+// yield or return, it runs once and its outcome reaches its Join.
+func TestInlineRunsKeepEveryTaskOutcome(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		rt := newRuntime(t, Config{Workers: workers})
+		const n = 5000
+		var ran [n]atomic.Int32
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			hs := make([]*JoinHandle[int], n)
+			for i := range hs {
+				hs[i] = Spawn(ctx, func(ctx context.Context) (int, error) {
+					ran[i].Add(1)
+					switch i % 5 {
+					case 1:
+						panic(i)
+					case 2:
+						goexitNow()
+					case 3:
+						if err := Sleep(ctx, time.Duration(i%3)*time.Millisecond); err != nil {
+							return 0, err
+						}
+					case 4:
+						if err := Yield(ctx); err != nil {
+							return 0, err
+						}
+					}
+					return i, nil
+				})
+			}
+			for i, h := range hs {
+				v, err := h.Join(ctx)
+				var pe *PanicError
+				switch i % 5 {
+				case 1:
+					if !errors.As(err, &pe) || pe.Value != i {
+						return 0, fmt.Errorf("task %d: Join = %v, %v; want its panic", i, v, err)
+					}
+				case 2:
+					if !errors.Is(err, ErrGoexit) {
+						return 0, fmt.Errorf("task %d: Join = %v, %v; want ErrGoexit", i, v, err)
+					}
+				default:
+					if err != nil || v != i {
+						return 0, fmt.Errorf("task %d: Join = %v, %v", i, v, err)
+					}
+				}
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Fatalf("workers=%d: %v", workers, err)
+		}
+		for i := range ran {
+			if got := ran[i].Load(); got != 1 {
+				t.Fatalf("workers=%d: task %d ran %d times", workers, i, got)
+			}
+		}
 	}
 }

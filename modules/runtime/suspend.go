@@ -147,6 +147,7 @@ const (
 	reasonDone = iota
 	reasonYield
 	reasonSuspend
+	reasonFinished // the task finished and runInline already completed it
 )
 
 // Kinds of suspension the worker completes on its own side.

@@ -45,6 +45,7 @@ type worker struct {
 	heartbeat atomic.Uint64 // bumped every heartbeatTicks ticks, for the watchdog
 
 	runningTask *Task // the task being resumed (owner only)
+	handoff     *Task // runInline's pick, for the loop to resume next
 
 	coros   []*coro // idle coroutines
 	batch   []*Task // scratch for global-queue refills and inbox drains
@@ -155,6 +156,7 @@ func (w *worker) runTask(t *Task) {
 	w.runningTask = t
 	w.current.Store(c)
 	c.next()
+	t = c.task // runInline may have run others after t
 	w.current.Store(nil)
 	w.runningTask = nil
 	w.counts.polls++
@@ -163,6 +165,8 @@ func (w *worker) runTask(t *Task) {
 		t.coro = nil
 		w.poolCoro(c)
 		w.rt.finish(t, w)
+	case reasonFinished:
+		w.poolCoro(c)
 	case reasonYield:
 		w.pushLocal(t)
 	case reasonSuspend:
@@ -180,6 +184,40 @@ func (w *worker) poolCoro(c *coro) {
 		// be reused; current no longer names it.
 		c.stop()
 	}
+}
+
+// runInline runs on coroutine c, on behalf of this worker (whose loop waits
+// in c.next), once c's task has finished: it completes that task and, if
+// the worker's next task is a fresh one, starts it right here. Two
+// coroutine switches per task are saved for as long as fresh tasks follow
+// each other. It leaves the loop's periodic work (heartbeat, ring, timers)
+// to the loop, and a task that has a coroutine of its own to the loop too,
+// through handoff.
+func (w *worker) runInline(c *coro) bool {
+	rt, next := w.rt, w.tick+1
+	if next%heartbeatTicks == 0 || next%uint32(rt.cfg.IOInterval) == 0 || next%uint32(rt.cfg.GlobalQueueInterval) == 0 || rt.shutdown.Load() {
+		return false
+	}
+	if due := w.wheel.Next(); due != timerwheel.NoDeadline && rt.now() >= due {
+		return false
+	}
+	t := c.task
+	t.coro = nil
+	c.yieldReason = reasonFinished
+	rt.finish(t, w)
+	w.tick = next
+	if t = w.nextTask(); t == nil {
+		return false
+	} else if t.coro != nil {
+		w.handoff = t
+		return false
+	}
+	w.counts.polls++
+	t.worker, t.coro = w, c
+	c.task, c.budget = t, 0
+	c.taskID.Store(t.id)
+	w.runningTask = t
+	return true
 }
 
 // pushLocal queues t on this worker; a full queue spills half to the global
@@ -213,6 +251,10 @@ func (w *worker) pushWoken(t *Task) {
 // empty, refilling the local queue with a batch.
 func (w *worker) nextTask() *Task {
 	rt := w.rt
+	if t := w.handoff; t != nil {
+		w.handoff = nil
+		return t
+	}
 	if w.lifo.Load() != nil {
 		if w.lifoRuns < maxLIFORuns {
 			if t := w.lifo.Swap(nil); t != nil {
