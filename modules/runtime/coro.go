@@ -47,9 +47,12 @@ type coro struct {
 // coro, so BlockOn and Close can refuse to run on one.
 var coroutines sync.Map // uintptr -> *coro
 
+// newCoro starts a coroutine and runs it up to its first yield, so that its
+// goid is known before any task is bound to it.
 func newCoro() *coro {
 	c := &coro{}
 	c.next, c.stop = iter.Pull(c.loop)
+	c.next()
 	return c
 }
 
@@ -59,6 +62,9 @@ func (c *coro) loop(yield func(struct{}) bool) {
 	c.goid.Store(g)
 	coroutines.Store(g, c)
 	defer coroutines.Delete(g)
+	if !yield(struct{}{}) {
+		return
+	}
 	for {
 		c.task.execute()
 		if c.task.worker.runInline(c) {

@@ -140,20 +140,6 @@ func (rt *Runtime) Workers() int { return len(rt.workers) }
 // now is the time on the workers' timer wheels: time since New.
 func (rt *Runtime) now() time.Duration { return time.Since(rt.start) }
 
-// currentCoro returns the coroutine of rt that the calling goroutine is,
-// or nil. A worker holds its current coroutine in an atomic pointer, and a
-// coroutine's goid is set once when it starts, so comparing them is race-free
-// from any goroutine; only a match makes c.task safe to read.
-func (rt *Runtime) currentCoro() *coro {
-	g := getg()
-	for _, w := range rt.workers {
-		if c := w.current.Load(); c != nil && c.goid.Load() == g {
-			return c
-		}
-	}
-	return nil
-}
-
 // localWorker returns the worker whose loop or current coroutine the
 // calling goroutine is, or nil.
 func (rt *Runtime) localWorker() *worker {

@@ -60,7 +60,10 @@ type Task struct {
 	// between workers through the run queues (which order the accesses).
 	worker *worker
 	coro   *coro
-	gen    uint64 // number of the current (or last) suspension
+	// runG is the goroutine of coro while the task has one (see bind): the
+	// race-free answer, from any goroutine, to "am I this task?".
+	runG atomic.Uintptr
+	gen  uint64 // number of the current (or last) suspension
 	// labels are the spawner's profiler labels, installed on the
 	// coroutine before the task's function runs (labels.go).
 	labels unsafe.Pointer
@@ -254,12 +257,20 @@ func (t *Task) running() *Task {
 	if t == nil {
 		return nil
 	}
-	if c := t.rt.currentCoro(); c != nil && c.task == t {
-		// We are c's goroutine, so c.task was set before we were
-		// resumed and cannot change while we run.
+	if t.runG.Load() == getg() {
 		return t
 	}
 	return nil
+}
+
+// bind gives t the coroutine c to run on (nil: takes it back).
+func (t *Task) bind(c *coro) {
+	t.coro = c
+	if c != nil {
+		t.runG.Store(c.goid.Load())
+	} else {
+		t.runG.Store(0)
+	}
 }
 
 // cancel cancels the task's context with err (context.Canceled or

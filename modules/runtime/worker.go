@@ -124,7 +124,7 @@ func (w *worker) onExit() {
 	w.current.Store(nil)
 	if t := w.runningTask; t != nil {
 		w.runningTask = nil
-		t.coro = nil
+		t.bind(nil)
 		t.body.fail(ErrGoexit)
 		w.rt.finish(t, w)
 	}
@@ -150,7 +150,7 @@ func (w *worker) runTask(t *Task) {
 		}
 		c.task = t
 		c.taskID.Store(t.id)
-		t.coro = c
+		t.bind(c)
 	}
 	c.budget = 0
 	w.runningTask = t
@@ -162,7 +162,7 @@ func (w *worker) runTask(t *Task) {
 	w.counts.polls++
 	switch c.yieldReason {
 	case reasonDone:
-		t.coro = nil
+		t.bind(nil)
 		w.poolCoro(c)
 		w.rt.finish(t, w)
 	case reasonFinished:
@@ -202,7 +202,7 @@ func (w *worker) runInline(c *coro) bool {
 		return false
 	}
 	t := c.task
-	t.coro = nil
+	t.bind(nil)
 	c.yieldReason = reasonFinished
 	rt.finish(t, w)
 	w.tick = next
@@ -213,7 +213,8 @@ func (w *worker) runInline(c *coro) bool {
 		return false
 	}
 	w.counts.polls++
-	t.worker, t.coro = w, c
+	t.worker = w
+	t.bind(c)
 	c.task, c.budget = t, 0
 	c.taskID.Store(t.id)
 	w.runningTask = t
