@@ -148,7 +148,10 @@ func (rt *Runtime) localWorker() *worker {
 		if w.loopG.Load() == g {
 			return w
 		}
-		if c := w.current.Load(); c != nil && c.goid.Load() == g {
+		// current may still name a coroutine that another worker has
+		// resumed since: only the one its task names runs it now (we
+		// are that coroutine, so its task fields are ours to read).
+		if c := w.current.Load(); c != nil && c.goid.Load() == g && c.task != nil && c.task.worker == w {
 			return w
 		}
 	}

@@ -36,10 +36,11 @@ type worker struct {
 	isSearch  atomic.Bool // the same, for thieves choosing a victim
 	parked    atomic.Bool // asleep (or about to be) in io_uring_enter
 	// loopG and current identify the worker's own goroutine and the
-	// coroutine it is resuming (nil between tasks): a Wake called on
-	// either is local, so the woken task can run here next without waking
-	// anybody, and a task is "running" only on its own coroutine. current
-	// is the one atomic store before and after each resumption.
+	// coroutine it resumed last: a Wake called on either is local, so the
+	// woken task can run here next without waking anybody. current is the
+	// one atomic store per resumption; it is cleared only when the loop
+	// turns to work that may take long (drive, park), which is what the
+	// watchdog needs, and before its coroutine's goroutine ends.
 	loopG     atomic.Uintptr
 	current   atomic.Pointer[coro]
 	heartbeat atomic.Uint64 // bumped every heartbeatTicks ticks, for the watchdog
@@ -157,7 +158,6 @@ func (w *worker) runTask(t *Task) {
 	w.current.Store(c)
 	c.next()
 	t = c.task // runInline may have run others after t
-	w.current.Store(nil)
 	w.runningTask = nil
 	w.counts.polls++
 	switch c.yieldReason {
@@ -181,7 +181,8 @@ func (w *worker) poolCoro(c *coro) {
 		w.coros = append(w.coros, c)
 	} else {
 		// Once stopped, the coroutine's goroutine (and so its g) may
-		// be reused; current no longer names it.
+		// be reused: current must no longer name it.
+		w.current.Store(nil)
 		c.stop()
 	}
 }
@@ -437,6 +438,7 @@ func (w *worker) unpark() {
 // drive reaps completions and fires due timers without blocking; it returns
 // how many tasks that made runnable.
 func (w *worker) drive() int {
+	w.current.Store(nil)
 	n := w.io.Reap()
 	if w.wheel.Next() != timerwheel.NoDeadline {
 		n += w.fireTimers()
@@ -455,6 +457,7 @@ func (w *worker) drive() int {
 
 // fireTimers fires this worker's due timers.
 func (w *worker) fireTimers() int {
+	w.current.Store(nil)
 	return w.wheel.Advance(w.rt.now(), w.fireFn)
 }
 
