@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,6 +43,13 @@ type RingConfig[T any] struct {
 	// thread when it next enters the kernel. Add SetupTaskrunFlag so that
 	// Reap sees when to enter.
 	Flags uint32
+	// SQPollIdle, if positive, sets the ring up with a kernel thread that
+	// takes what Start prepares without a system call
+	// (IORING_SETUP_SQPOLL); the thread spins that long without work
+	// before it sleeps, rounded up to a millisecond. Start then publishes
+	// each entry at once, whatever SubmitBatch says. The thread costs a
+	// CPU while it spins: an option for machines with cores to spare.
+	SQPollIdle time.Duration
 	// Done receives each operation's completion, on the owner's goroutine
 	// during Reap or Wait, with the owner and generation given to Start;
 	// it reports whether that made the owner runnable (Reap counts them).
@@ -104,7 +112,13 @@ func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
 		// the one that creates it.
 		flags |= uring.SetupRDisabled
 	}
-	ring, err := setup(uint32(cfg.Entries), &uring.Params{Flags: flags})
+	params := &uring.Params{Flags: flags}
+	if cfg.SQPollIdle > 0 {
+		params.Flags |= uring.SetupSQPoll
+		params.SQThreadIdle = uint32(min((cfg.SQPollIdle+time.Millisecond-1)/time.Millisecond, math.MaxUint32))
+		cfg.SubmitBatch = 1
+	}
+	ring, err := setup(uint32(cfg.Entries), params)
 	if err != nil {
 		return nil, fmt.Errorf("faio/driver: worker %d: %w", cfg.Worker, err)
 	}

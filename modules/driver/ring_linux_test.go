@@ -411,3 +411,44 @@ func TestRingCancelStress(t *testing.T) {
 		}
 	}
 }
+
+// A ring with SQPollIdle has a kernel thread take each entry as Start
+// publishes it, also once the thread has gone to sleep for want of work.
+func TestRingSQPoll(t *testing.T) {
+	var dones []done
+	r, err := NewRing(RingConfig[string]{
+		Entries: 8, SubmitBatch: 1 << 20, SQPollIdle: 2 * time.Millisecond,
+		Done: func(owner string, gen uint64, res Result) bool {
+			dones = append(dones, done{owner, gen, res})
+			return true
+		},
+	})
+	if err != nil {
+		t.Skipf("SQPOLL ring refused: %v", err)
+	}
+	defer func() { r.Quiesce(); r.Close() }()
+	if r.ring.Flags()&uring.SetupSQPoll == 0 {
+		t.Fatal("ring set up without SQPOLL")
+	}
+	fds := socketpair(t)
+	for round := range 2 {
+		op := &recvOp{fd: fds[0], buf: make([]byte, 8)}
+		r.Start(op, "reader", uint64(round))
+		if _, err := unix.Write(fds[1], []byte("hi")); err != nil {
+			t.Fatal(err)
+		}
+		// No Reap or Wait, which would submit: the poll thread alone
+		// must take the entry Start published.
+		for deadline := time.Now().Add(5 * time.Second); r.ring.CQReady() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: nothing completed in 5s without an enter", round)
+			}
+		}
+		r.Reap()
+		if d := dones[round]; d.gen != uint64(round) || d.r.Res != 2 || string(op.buf[:2]) != "hi" {
+			t.Fatalf("round %d: completion %+v, buf %q", round, d, op.buf[:2])
+		}
+		// Let the poll thread go idle: the next Start must wake it.
+		time.Sleep(20 * time.Millisecond)
+	}
+}

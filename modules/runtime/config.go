@@ -62,6 +62,12 @@ type Config struct {
 	// many are queued, and in any case before it sleeps or every
 	// IOInterval ticks (default 4).
 	SubmitBatch int
+	// SQPollIdle, if positive, gives each worker's io_uring a kernel
+	// thread that submits without system calls (IORING_SETUP_SQPOLL),
+	// spinning this long without work before it sleeps (default 0: no
+	// such thread). Each spins on a CPU of its own while busy: worth it
+	// only with cores to spare. The portable backend ignores it.
+	SQPollIdle time.Duration
 	// PanicPolicy says what a panicking task does (default PanicReturn).
 	PanicPolicy PanicPolicy
 	// StallThreshold is how long a worker may run one task without coming
@@ -171,6 +177,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SubmitBatch < 1 || c.SubmitBatch > c.RingEntries {
 		bad("SubmitBatch = %d, want 1..RingEntries", c.SubmitBatch)
+	}
+	if c.SQPollIdle < 0 || c.SQPollIdle > time.Minute {
+		bad("SQPollIdle = %v, want 0 (no SQPOLL) or up to 1m", c.SQPollIdle)
 	}
 	if c.TimerResolution < 0 || c.TimerResolution > time.Second {
 		bad("TimerResolution = %v, want 0 (default) or up to 1s", c.TimerResolution)

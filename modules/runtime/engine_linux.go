@@ -9,6 +9,7 @@ func newRing(w *worker) (engine, error) {
 	return driver.NewRing(driver.RingConfig[*Task]{
 		Entries:     w.rt.cfg.RingEntries,
 		SubmitBatch: w.rt.cfg.SubmitBatch,
+		SQPollIdle:  w.rt.cfg.SQPollIdle,
 		Worker:      w.id,
 		Done:        w.ioDone,
 		Failed:      w.rt.reportIOError,

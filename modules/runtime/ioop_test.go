@@ -47,13 +47,20 @@ func tempFile(t *testing.T, data []byte) *os.File {
 	return f
 }
 
-func TestSubmitReadsAtOffsets(t *testing.T) {
+func TestSubmitReadsAtOffsets(t *testing.T) { submitReadsAtOffsets(t, Config{Workers: 2}) }
+
+// With SQPOLL the rings' kernel threads take the entries: same results.
+func TestSubmitReadsAtOffsetsSQPoll(t *testing.T) {
+	submitReadsAtOffsets(t, Config{Workers: 2, SQPollIdle: 5 * time.Millisecond})
+}
+
+func submitReadsAtOffsets(t *testing.T, cfg Config) {
 	data := make([]byte, 1<<20)
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
 	f := tempFile(t, data)
-	rt := newRingRuntime(t, Config{Workers: 2})
+	rt := newRingRuntime(t, cfg)
 	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 		var hs []*JoinHandle[int]
 		for i := 0; i < 256; i++ {

@@ -207,6 +207,8 @@ func TestConfigValidation(t *testing.T) {
 		{PanicPolicy: 7},
 		{StallThreshold: 1}, // a 1 ns ticker once crashed the process
 		{StallThreshold: MinStallThreshold - 1},
+		{SQPollIdle: -time.Millisecond},
+		{SQPollIdle: time.Hour},
 	}
 	for _, cfg := range bad {
 		rt, err := New(cfg)
