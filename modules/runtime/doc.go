@@ -49,7 +49,15 @@
 // io_uring_enter until a wake-up, a completion or its next timer. At most
 // half of the workers search for work at once and a sleeper is woken only
 // when nobody searches (package statemachine states the protocol that
-// keeps wake-ups from being lost).
+// keeps wake-ups from being lost). When a task finishes and the next one
+// is fresh, the finished task's coroutine runs it without a switch back to
+// the loop.
+//
+// A timer belongs to the wheel of the worker the task suspended on, but
+// any worker fires the timers of a peer that has fallen a tick behind (one
+// that runs a long task, or that Go has descheduled), as Go's scheduler
+// runs the timers of any P: a busy worker does not hold up the runtime's
+// timers.
 //
 // # I/O
 //
