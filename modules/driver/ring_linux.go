@@ -50,6 +50,14 @@ type RingConfig[T any] struct {
 	// each entry at once, whatever SubmitBatch says. The thread costs a
 	// CPU while it spins: an option for machines with cores to spare.
 	SQPollIdle time.Duration
+	// FileIOThreads, if positive, bounds the kernel threads (io-wq
+	// workers) that each thread submitting to the ring may start for
+	// file and block-device operations the kernel cannot issue without
+	// blocking (IORING_REGISTER_IOWQ_MAX_WORKERS, bounded class). Zero
+	// keeps the kernel's default, min(Entries, 4 x CPUs). Operations on
+	// sockets and pipes (the unbounded class) are not limited: a splice
+	// waiting for a slow peer must not hold up the others.
+	FileIOThreads int
 	// Done receives each operation's completion, on the owner's goroutine
 	// during Reap or Wait, with the owner and generation given to Start;
 	// it reports whether that made the owner runnable (Reap counts them).
@@ -121,6 +129,12 @@ func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
 	ring, err := setup(uint32(cfg.Entries), params)
 	if err != nil {
 		return nil, fmt.Errorf("faio/driver: worker %d: %w", cfg.Worker, err)
+	}
+	if n := cfg.FileIOThreads; n > 0 {
+		if _, _, err := ring.RegisterIOWQMaxWorkers(uint32(min(n, math.MaxUint32)), 0); err != nil {
+			ring.Close()
+			return nil, fmt.Errorf("faio/driver: worker %d: %w", cfg.Worker, err)
+		}
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {

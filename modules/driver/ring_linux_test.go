@@ -452,3 +452,20 @@ func TestRingSQPoll(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// FileIOThreads becomes the ring's bounded io-wq limit; the unbounded one
+// keeps the kernel's default.
+func TestRingFileIOThreads(t *testing.T) {
+	r, err := NewRing(RingConfig[string]{Entries: 8, SubmitBatch: 1, FileIOThreads: 3, Done: func(string, uint64, Result) bool { return true }})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	defer func() { r.Quiesce(); r.Close() }()
+	bounded, unbounded, err := r.ring.RegisterIOWQMaxWorkers(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bounded != 3 || unbounded == 3 {
+		t.Fatalf("io-wq limits %d bounded, %d unbounded; want 3 and the kernel's default", bounded, unbounded)
+	}
+}

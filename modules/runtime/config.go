@@ -68,6 +68,13 @@ type Config struct {
 	// such thread). Each spins on a CPU of its own while busy: worth it
 	// only with cores to spare. The portable backend ignores it.
 	SQPollIdle time.Duration
+	// FileIOThreads, if positive, bounds the kernel threads that each
+	// OS thread submitting to a worker's io_uring may start for file reads
+	// and writes the kernel cannot issue without blocking (io-wq's bounded
+	// workers; default 0: the kernel's limit, min(RingEntries, 4 x CPUs)).
+	// Socket operations are not limited. Workers move between OS threads,
+	// so the process may have a few times this many such threads.
+	FileIOThreads int
 	// PanicPolicy says what a panicking task does (default PanicReturn).
 	PanicPolicy PanicPolicy
 	// StallThreshold is how long a worker may run one task without coming
@@ -177,6 +184,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SubmitBatch < 1 || c.SubmitBatch > c.RingEntries {
 		bad("SubmitBatch = %d, want 1..RingEntries", c.SubmitBatch)
+	}
+	if c.FileIOThreads < 0 {
+		bad("FileIOThreads = %d, want 0 (the kernel's default) or more", c.FileIOThreads)
 	}
 	if c.SQPollIdle < 0 || c.SQPollIdle > time.Minute {
 		bad("SQPollIdle = %v, want 0 (no SQPOLL) or up to 1m", c.SQPollIdle)

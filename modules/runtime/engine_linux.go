@@ -7,11 +7,12 @@ const autoBackend = BackendIOUring
 
 func newRing(w *worker) (engine, error) {
 	return driver.NewRing(driver.RingConfig[*Task]{
-		Entries:     w.rt.cfg.RingEntries,
-		SubmitBatch: w.rt.cfg.SubmitBatch,
-		SQPollIdle:  w.rt.cfg.SQPollIdle,
-		Worker:      w.id,
-		Done:        w.ioDone,
-		Failed:      w.rt.reportIOError,
+		Entries:       w.rt.cfg.RingEntries,
+		SubmitBatch:   w.rt.cfg.SubmitBatch,
+		SQPollIdle:    w.rt.cfg.SQPollIdle,
+		FileIOThreads: w.rt.cfg.FileIOThreads,
+		Worker:        w.id,
+		Done:          w.ioDone,
+		Failed:        w.rt.reportIOError,
 	})
 }

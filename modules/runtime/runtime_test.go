@@ -209,6 +209,7 @@ func TestConfigValidation(t *testing.T) {
 		{StallThreshold: MinStallThreshold - 1},
 		{SQPollIdle: -time.Millisecond},
 		{SQPollIdle: time.Hour},
+		{FileIOThreads: -1},
 	}
 	for _, cfg := range bad {
 		rt, err := New(cfg)
