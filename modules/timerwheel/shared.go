@@ -76,31 +76,50 @@ func (s *Shared[T]) Len() int {
 	return s.w.Len()
 }
 
-// Advance is Wheel.Advance under the lock, and publishes the new earliest
-// deadline. fire runs with the lock held: it must not call s's methods.
+// fireChunk is how many entries Advance fires per taking of the lock: a
+// Cancel, or a peer's TryAdvance, waits for one chunk at most, not for a
+// whole burst of due entries.
+const fireChunk = 256
+
+// Advance is Wheel.Advance under the lock, taken once per fireChunk
+// entries fired, and publishes the new earliest deadline. fire runs with
+// the lock held: it must not call s's methods.
 func (s *Shared[T]) Advance(now time.Duration, fire func(T)) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.advance(now, fire)
+	n := 0
+	for {
+		s.mu.Lock()
+		fired, more := s.advance(now, fire)
+		s.mu.Unlock()
+		if n += fired; !more {
+			return n
+		}
+	}
 }
 
-// TryAdvance is Advance if the lock is free; ok is false, and nothing
-// fired, if another goroutine holds it (it is then inserting, or firing
-// the same entries).
+// TryAdvance is Advance as long as the lock is free: ok is false if
+// another goroutine held it at first (it is then inserting, or firing the
+// same entries), and n counts what fired before that.
 func (s *Shared[T]) TryAdvance(now time.Duration, fire func(T)) (n int, ok bool) {
-	if !s.mu.TryLock() {
-		return 0, false
+	for {
+		if !s.mu.TryLock() {
+			return n, n > 0
+		}
+		fired, more := s.advance(now, fire)
+		s.mu.Unlock()
+		if n += fired; !more {
+			return n, true
+		}
 	}
-	defer s.mu.Unlock()
-	return s.advance(now, fire), true
 }
 
-func (s *Shared[T]) advance(now time.Duration, fire func(T)) int {
-	n := s.w.Advance(now, fire)
-	if d, ok := s.w.NextDeadline(); ok {
-		s.next.Store(int64(d))
-	} else {
-		s.next.Store(int64(NoDeadline))
+// advance fires a chunk under the lock, publishes the earliest deadline
+// and reports whether due entries remain.
+func (s *Shared[T]) advance(now time.Duration, fire func(T)) (fired int, more bool) {
+	fired = s.w.advance(now, fire, fireChunk)
+	d, ok := s.w.NextDeadline()
+	if !ok {
+		d = NoDeadline
 	}
-	return n
+	s.next.Store(int64(d))
+	return fired, s.w.due.head != nilIndex
 }

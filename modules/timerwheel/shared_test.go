@@ -121,3 +121,51 @@ func TestSharedConcurrentOwnerAndPeers(t *testing.T) {
 		}
 	}
 }
+
+// Advance takes the lock a chunk at a time: a Cancel issued while a long
+// burst fires gets in before the burst ends, and the entry it cancels,
+// still due, never fires.
+func TestSharedCancelDuringLongAdvance(t *testing.T) {
+	s, err := NewShared[int](Config{Resolution: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20 * fireChunk
+	var last Handle
+	s.Lock()
+	for i := range n {
+		last = s.Insert(time.Millisecond, i)
+	}
+	s.Unlock()
+	started := make(chan struct{})
+	var advancing atomic.Bool
+	var firedLast atomic.Bool
+	advancing.Store(true)
+	go func() {
+		s.Advance(time.Millisecond, func(v int) {
+			if v == 0 {
+				close(started)
+			}
+			if v == n-1 {
+				firedLast.Store(true)
+			}
+			// A slow burst: n entries take 100 ms or more.
+			for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; {
+			}
+		})
+		advancing.Store(false)
+	}()
+	<-started
+	if !s.Cancel(last) {
+		t.Fatal("Cancel of an entry still due returned false")
+	}
+	if !advancing.Load() {
+		t.Fatal("Cancel returned only after the whole burst had fired")
+	}
+	for advancing.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	if firedLast.Load() {
+		t.Fatal("the cancelled entry fired")
+	}
+}

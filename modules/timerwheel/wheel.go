@@ -1,6 +1,7 @@
 package timerwheel
 
 import (
+	"math"
 	"math/bits"
 	"time"
 )
@@ -120,6 +121,12 @@ func (w *Wheel[T]) Cancel(h Handle) bool {
 // slots the wheel turned past, each entry cascading at most once per level;
 // empty ticks cost nothing, so now may jump arbitrarily far ahead.
 func (w *Wheel[T]) Advance(now time.Duration, fire func(T)) int {
+	return w.advance(now, fire, math.MaxInt)
+}
+
+// advance is Advance firing at most max entries; the rest stay due, and
+// NextDeadline reports them due now.
+func (w *Wheel[T]) advance(now time.Duration, fire func(T), max int) int {
 	if fire == nil {
 		panic("faio/timerwheel: Advance with a nil fire func")
 	}
@@ -135,7 +142,7 @@ func (w *Wheel[T]) Advance(now time.Duration, fire func(T)) int {
 	w.turnTo(floorTicks(w.now, w.res))
 
 	fired := 0
-	for w.due.head != nilIndex {
+	for w.due.head != nilIndex && fired < max {
 		i := w.due.head
 		w.unlink(&w.due, i)
 		v := w.release(i)
