@@ -33,11 +33,10 @@ func NewShared[T any](cfg Config) (*Shared[T], error) {
 	return s, nil
 }
 
-// Next returns, without locking, the earliest deadline (rounded up to its
-// tick) as of the last Insert or Advance, or NoDeadline if the wheel was
-// empty then. Cancel does not move it, so it may be earlier than the true
-// next firing (an Advance at that time fires nothing and corrects it), but
-// never later.
+// Next returns, without locking, the wheel's earliest deadline (rounded up
+// to its tick), or NoDeadline if the wheel is empty. Insert, Cancel and
+// Advance keep it exact; another goroutine reads it without the lock, so
+// it may lag a change made meanwhile.
 func (s *Shared[T]) Next() time.Duration { return time.Duration(s.next.Load()) }
 
 // Lock takes the wheel for Insert; Unlock releases it. Holding the lock
@@ -62,11 +61,20 @@ func (s *Shared[T]) Insert(deadline time.Duration, v T) Handle {
 	return h
 }
 
-// Cancel is Wheel.Cancel, under the lock.
+// Cancel is Wheel.Cancel, under the lock. Cancelling the earliest entry
+// moves Next on, so nobody takes the wheel for overdue on its account.
 func (s *Shared[T]) Cancel(h Handle) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Cancel(h)
+	d, ok := s.w.deadlineOf(h)
+	if !ok {
+		return false
+	}
+	s.w.Cancel(h)
+	if d <= s.Next() {
+		s.publish()
+	}
+	return true
 }
 
 // Len is Wheel.Len, under the lock.
@@ -87,13 +95,17 @@ const fireChunk = 256
 func (s *Shared[T]) Advance(now time.Duration, fire func(T)) int {
 	n := 0
 	for {
-		s.mu.Lock()
-		fired, more := s.advance(now, fire)
-		s.mu.Unlock()
+		fired, more := s.lockedChunk(now, fire)
 		if n += fired; !more {
 			return n
 		}
 	}
+}
+
+func (s *Shared[T]) lockedChunk(now time.Duration, fire func(T)) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock() // a panicking fire must not leave the wheel locked
+	return s.advance(now, fire)
 }
 
 // TryAdvance is Advance as long as the lock is free: ok is false if
@@ -101,25 +113,38 @@ func (s *Shared[T]) Advance(now time.Duration, fire func(T)) int {
 // same entries), and n counts what fired before that.
 func (s *Shared[T]) TryAdvance(now time.Duration, fire func(T)) (n int, ok bool) {
 	for {
-		if !s.mu.TryLock() {
+		fired, more, locked := s.tryChunk(now, fire)
+		if !locked {
 			return n, n > 0
 		}
-		fired, more := s.advance(now, fire)
-		s.mu.Unlock()
 		if n += fired; !more {
 			return n, true
 		}
 	}
 }
 
+func (s *Shared[T]) tryChunk(now time.Duration, fire func(T)) (fired int, more, locked bool) {
+	if !s.mu.TryLock() {
+		return 0, false, false
+	}
+	defer s.mu.Unlock()
+	fired, more = s.advance(now, fire)
+	return fired, more, true
+}
+
 // advance fires a chunk under the lock, publishes the earliest deadline
 // and reports whether due entries remain.
 func (s *Shared[T]) advance(now time.Duration, fire func(T)) (fired int, more bool) {
 	fired = s.w.advance(now, fire, fireChunk)
+	s.publish()
+	return fired, s.w.due.head != nilIndex
+}
+
+// publish stores the wheel's earliest deadline for Next, under the lock.
+func (s *Shared[T]) publish() {
 	d, ok := s.w.NextDeadline()
 	if !ok {
 		d = NoDeadline
 	}
 	s.next.Store(int64(d))
-	return fired, s.w.due.head != nilIndex
 }

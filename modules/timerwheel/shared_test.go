@@ -28,8 +28,10 @@ func TestSharedNext(t *testing.T) {
 	if !s.Cancel(h) {
 		t.Fatal("Cancel of a live entry = false")
 	}
-	if got := s.Next(); got != 3*time.Millisecond {
-		t.Fatalf("after Cancel: Next = %v, want 3ms (never later than the truth)", got)
+	// The earliest entry went: Next moves on at once, so nobody thinks
+	// the wheel overdue at 3ms (a watchdog would report a stall).
+	if got := s.Next(); got != 7*time.Millisecond {
+		t.Fatalf("after cancelling the earliest entry: Next = %v, want 7ms", got)
 	}
 	var fired []int
 	if n := s.Advance(3*time.Millisecond, func(v int) { fired = append(fired, v) }); n != 0 {
@@ -37,6 +39,13 @@ func TestSharedNext(t *testing.T) {
 	}
 	if got := s.Next(); got != 7*time.Millisecond {
 		t.Fatalf("after Advance: Next = %v, want 7ms", got)
+	}
+	// A later entry's Cancel leaves Next alone; the last one's empties it.
+	s.Lock()
+	late := s.Insert(9*time.Millisecond, 3)
+	s.Unlock()
+	if !s.Cancel(late) || s.Next() != 7*time.Millisecond {
+		t.Fatalf("after cancelling a later entry: Next = %v, want 7ms", s.Next())
 	}
 	if n, ok := s.TryAdvance(7*time.Millisecond, func(v int) { fired = append(fired, v) }); !ok || n != 1 || fired[0] != 2 {
 		t.Fatalf("TryAdvance = %d, %v; fired %v", n, ok, fired)
@@ -167,5 +176,39 @@ func TestSharedCancelDuringLongAdvance(t *testing.T) {
 	}
 	if firedLast.Load() {
 		t.Fatal("the cancelled entry fired")
+	}
+}
+
+// A fire callback that panics leaves the wheel usable: the lock is
+// released and the entries not yet fired stay due.
+func TestSharedFirePanicReleasesLock(t *testing.T) {
+	s, err := NewShared[int](Config{Resolution: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Lock()
+	s.Insert(time.Millisecond, 1)
+	s.Insert(time.Millisecond, 2)
+	s.Unlock()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the fire callback's panic did not reach Advance's caller")
+			}
+		}()
+		s.Advance(time.Millisecond, func(int) { panic("boom") })
+	}()
+	done := make(chan int)
+	go func() { done <- s.Len() }()
+	select {
+	case n := <-done:
+		if n != 1 {
+			t.Fatalf("Len = %d after one entry fired and panicked, want 1", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wheel stayed locked after a fire callback panicked")
+	}
+	if n := s.Advance(time.Millisecond, func(int) {}); n != 1 {
+		t.Fatalf("the entry left due fired %d times, want 1", n)
 	}
 }

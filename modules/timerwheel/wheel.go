@@ -103,6 +103,22 @@ func (w *Wheel[T]) Cancel(h Handle) bool {
 	return true
 }
 
+// deadlineOf returns when the live entry h is due (its tick's start, or 0
+// if it is pending or due already); ok is false if h names no live entry.
+func (w *Wheel[T]) deadlineOf(h Handle) (d time.Duration, ok bool) {
+	if h.index < 0 || int(h.index) >= len(w.nodes) {
+		return 0, false
+	}
+	n := &w.nodes[h.index]
+	switch {
+	case n.gen != h.gen || n.home == homeFree:
+		return 0, false
+	case n.home == homePending || n.home == homeDue:
+		return 0, true
+	}
+	return instant(n.tick, w.res), true
+}
+
 // Advance moves the wheel's time to now and calls fire with every entry
 // that has become due, returning how many it fired. A now before Now is
 // taken as Now: time never runs backwards.
