@@ -57,7 +57,10 @@
 // any worker fires the timers of a peer that has fallen a tick behind (one
 // that runs a long task, or that Go has descheduled), as Go's scheduler
 // runs the timers of any P: a busy worker does not hold up the runtime's
-// timers.
+// timers. A worker that sleeps learns of them from the watchdog (see
+// Config.StallThreshold), which wakes it for a worker stuck with overdue
+// timers; with the watchdog off, timers armed while every other worker
+// sleeps wait for their own worker.
 //
 // # I/O
 //

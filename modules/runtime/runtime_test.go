@@ -380,7 +380,9 @@ func TestMisplacedCallErrorsPointTheRightWay(t *testing.T) {
 // A worker held by a task that never yields (or descheduled by Go) must not
 // hold up the timers on its wheel: the other worker fires them once they
 // are a tick overdue. Without that, the sleeper below wakes only when the
-// hog lets go of the worker, a second later.
+// hog lets go of the worker, a second later. If the other worker went to
+// sleep before the timer was armed, the watchdog (on by default) is what
+// wakes it.
 func TestPeerFiresTimersOfBusyWorker(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	for attempt := 0; ; attempt++ {
@@ -483,6 +485,41 @@ func TestInlineRunsKeepEveryTaskOutcome(t *testing.T) {
 			if got := ran[i].Load(); got != 1 {
 				t.Fatalf("workers=%d: task %d ran %d times", workers, i, got)
 			}
+		}
+	}
+}
+
+// A timer cancelled because its wait ended early must not count as overdue
+// work: a task computing for 80 ms after such a wait, with nothing else in
+// the runtime, is no stall. (Found by review: the wheel's published
+// deadline used to keep the cancelled entry's, and the watchdog reported.)
+func TestCancelledTimerIsNoStall(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		var stalls atomic.Int32
+		var info atomic.Value
+		rt := newRuntime(t, Config{Workers: workers, StallThreshold: 10 * time.Millisecond, OnStall: func(s StallInfo) {
+			stalls.Add(1)
+			info.Store(s)
+		}})
+		time.Sleep(20 * time.Millisecond) // let the workers park
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Millisecond)
+			defer cancel()
+			h := Spawn(ctx, func(context.Context) (int, error) { return 1, nil })
+			// Suspends with a wheel entry for the deadline, woken early.
+			if _, err := h.Join(cctx); err != nil {
+				return 0, err
+			}
+			cancel()
+			for end := time.Now().Add(80 * time.Millisecond); time.Now().Before(end); {
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := stalls.Load(); n > 0 {
+			t.Fatalf("workers=%d: %d stall(s) reported with no task and no live timer waiting: %+v", workers, n, info.Load())
 		}
 	}
 }

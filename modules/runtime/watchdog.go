@@ -27,7 +27,7 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 			// A task woken by the blocked one waits in its LIFO slot.
 			s.Waiting++
 		}
-		if due := w.wheel.Next(); due != timerwheel.NoDeadline && (*Runtime)(r).now() >= due+r.cfg.TimerResolution {
+		if due := w.wheel.Next(); due != timerwheel.NoDeadline && (*Runtime)(r).now() >= w.aTickAfter(due) {
 			// So do its overdue timers: the sleeper woken below fires
 			// them (firePeerTimers).
 			s.Waiting++

@@ -125,6 +125,9 @@ func (w *worker) onExit() {
 	w.current.Store(nil)
 	if t := w.runningTask; t != nil {
 		w.runningTask = nil
+		if t.coro != nil {
+			t.coro.goid.Store(0) // its goroutine is gone; the g may be reused
+		}
 		t.bind(nil)
 		t.body.fail(ErrGoexit)
 		w.rt.finish(t, w)
@@ -181,8 +184,10 @@ func (w *worker) poolCoro(c *coro) {
 		w.coros = append(w.coros, c)
 	} else {
 		// Once stopped, the coroutine's goroutine (and so its g) may
-		// be reused: current must no longer name it.
+		// be reused: neither this worker's current nor a stale one
+		// elsewhere may match it any more.
 		w.current.Store(nil)
+		c.goid.Store(0)
 		c.stop()
 	}
 }
@@ -474,7 +479,7 @@ func (w *worker) firePeerTimers() int {
 		if now < 0 {
 			now = w.rt.now()
 		}
-		if now >= due+w.rt.cfg.TimerResolution {
+		if now >= w.aTickAfter(due) {
 			fired, _ := v.wheel.TryAdvance(now, w.fireFn)
 			w.stats.peerTimers.Add(uint64(fired))
 			n += fired
@@ -491,10 +496,18 @@ func (w *worker) timersDue() time.Duration {
 	due, now := w.wheel.Next(), w.rt.now()
 	for _, v := range w.rt.workers {
 		if d := v.wheel.Next(); v != w && d != timerwheel.NoDeadline && !v.parked.Load() {
-			due = min(due, max(d, now)+w.rt.cfg.TimerResolution)
+			due = min(due, w.aTickAfter(max(d, now)))
 		}
 	}
 	return due
+}
+
+// aTickAfter is d plus one timer tick, saturated at NoDeadline.
+func (w *worker) aTickAfter(d time.Duration) time.Duration {
+	if res := w.rt.cfg.TimerResolution; d <= timerwheel.NoDeadline-res {
+		return d + res
+	}
+	return timerwheel.NoDeadline
 }
 
 // armTimer puts c's task on the wheel at wheel time at, on behalf of the
