@@ -523,3 +523,40 @@ func TestCancelledTimerIsNoStall(t *testing.T) {
 		}
 	}
 }
+
+// A worker's current may still name a coroutine that another worker has
+// resumed since (it is cleared only before long work): localWorker must
+// answer with the worker that really runs the calling coroutine, or a wake
+// would push onto the other worker's own queue from a foreign thread.
+func TestLocalWorkerIgnoresStaleCurrent(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	for attempt := 0; ; attempt++ {
+		if attempt == 100 {
+			t.Fatal("no task ran on worker 1 in 100 attempts")
+		}
+		got, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				me := taskFor(ctx)
+				if me.worker.id != 1 {
+					return -1, nil // only worker 0 is checked first: try again
+				}
+				// Make worker 0's current name this coroutine, as if it
+				// had resumed it last and not cleared since.
+				other := rt.workers[0]
+				other.current.Store(me.coro)
+				defer other.current.CompareAndSwap(me.coro, nil)
+				if w := rt.localWorker(); w != me.worker {
+					return 0, fmt.Errorf("localWorker = worker %d, want %d (the one running the task)", w.id, me.worker.id)
+				}
+				return 1, nil
+			})
+			return h.Join(ctx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 1 {
+			return
+		}
+	}
+}
