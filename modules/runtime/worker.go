@@ -238,10 +238,11 @@ func (w *worker) pushLocal(t *Task) {
 	}
 }
 
-// pushWoken queues a task this worker's timer wheel or ring woke.
+// pushWoken queues a task this worker's ring woke, or a timer this worker
+// fired (on its own wheel, or on an overdue peer's: see firePeerTimers).
 //
-// The inbox is a worker's FIFO of woken tasks: those its own timers and
-// ring completed, and those other goroutines woke (a Wake from anywhere
+// The inbox is a worker's FIFO of woken tasks: those its ring completed and
+// the timers it fired, and those other goroutines woke (a Wake from anywhere
 // lands in the inbox of the worker the task suspended on, since only that
 // worker's goroutine may touch its local queue). The worker serves it
 // alternately with its local queue, so a woken task runs promptly even
