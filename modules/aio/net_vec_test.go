@@ -122,12 +122,7 @@ func TestConnWritevEdges(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
 			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-			runTask(t, rt, func(ctx context.Context) error {
-				client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
-				if err != nil {
-					return err
-				}
-				defer server.Close(ctx)
+			checkFromTask(t, rt, "tcp", "127.0.0.1:0", func(ctx context.Context, client, server *Conn, _ spawnFunc) error {
 				if n, err := client.Writev(ctx, nil); n != 0 || err != nil {
 					return fmt.Errorf("Writev(nil) = %d, %v", n, err)
 				}

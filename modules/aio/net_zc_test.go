@@ -57,13 +57,7 @@ func TestWriteZCUsesSendZC(t *testing.T) {
 	}
 	const rounds = 100
 	var writes, zcs uint64
-	runTask(t, rt, func(ctx context.Context) error {
-		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		defer client.Close(ctx)
-		defer server.Close(ctx)
+	checkFromTask(t, rt, "tcp", "127.0.0.1:0", func(ctx context.Context, client, server *Conn, _ spawnFunc) (err error) {
 		reader := runtime.Spawn(ctx, func(ctx context.Context) (int64, error) {
 			return io.Copy(io.Discard, server.NetConn())
 		})

@@ -177,12 +177,7 @@ func TestSendFileEdges(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
 			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-			runTask(t, rt, func(ctx context.Context) error {
-				client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
-				if err != nil {
-					return err
-				}
-				defer server.Close(ctx)
+			checkFromTask(t, rt, "tcp", "127.0.0.1:0", func(ctx context.Context, client, server *Conn, _ spawnFunc) error {
 				f, err := Open(ctx, name)
 				if err != nil {
 					return err
@@ -431,12 +426,7 @@ func TestSendFileFallsBackToCopy(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
 			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-			runTask(t, rt, func(ctx context.Context) error {
-				client, server, err := connPair(ctx, "unix", "")
-				if err != nil {
-					return err
-				}
-				defer server.Close(ctx)
+			checkFromTask(t, rt, "unix", "", func(ctx context.Context, client, server *Conn, _ spawnFunc) error {
 				f, err := Open(ctx, "/proc/self/status")
 				if err != nil {
 					return err
