@@ -90,6 +90,9 @@ func TestCQOverflowBacklog(t *testing.T) {
 			if atomic.LoadUint32(r.sq.kflags)&sqCQOverflow == 0 {
 				t.Fatal("kernel did not flag the CQ overflow")
 			}
+			if !r.CQHeld() {
+				t.Fatal("CQHeld = false with completions held back")
+			}
 			if r.CQReady() != 4 {
 				t.Fatalf("CQReady = %d, want the 4 the CQ holds", r.CQReady())
 			}
@@ -105,6 +108,9 @@ func TestCQOverflowBacklog(t *testing.T) {
 				if seen[ud] != 1 {
 					t.Errorf("user data %d seen %d times", ud, seen[ud])
 				}
+			}
+			if r.CQHeld() {
+				t.Error("CQHeld = true after every completion was reaped")
 			}
 			if r.Backlogs() == 0 {
 				t.Error("Backlogs did not count the held-back completions")

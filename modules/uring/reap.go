@@ -40,6 +40,16 @@ func (r *Ring) TaskrunPending() bool {
 	return !r.closed && atomic.LoadUint32(r.sq.kflags)&sqTaskrun != 0
 }
 
+// CQHeld reports whether the kernel holds completions outside the CQ ring:
+// after an overflow, or completion work flagged by SetupTaskrunFlag (see
+// TaskrunPending). A reaping method (ForEachCQE, PeekCQE, WaitCQE) moves
+// them into the ring; a caller that sleeps on the ring's eventfd instead
+// of in io_uring_enter must reap first when this says so, since such
+// completions signal nothing more. It costs one atomic load.
+func (r *Ring) CQHeld() bool {
+	return !r.closed && atomic.LoadUint32(r.sq.kflags)&(sqCQOverflow|sqTaskrun) != 0
+}
+
 // PeekCQE returns the oldest ready CQE without waiting, or nil, nil when
 // there is none. It makes a system call only when the kernel signals
 // completions held outside the CQ ring (after an overflow, or task work
