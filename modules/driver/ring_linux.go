@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -71,10 +72,21 @@ type RingConfig[T any] struct {
 // setup creates the io_uring; a test stands in a refusal for it.
 var setup = uring.New
 
-// Ring is a worker's io_uring: the place the worker sleeps, the target of
-// its wake-ups (a read kept pending on an eventfd) and the ring its
-// operations run on. Every method but Wake and Cancel belongs to the
-// owning worker's goroutine.
+// Ring is a worker's io_uring: the ring its operations run on, and the
+// place the worker sleeps until a completion or a Wake. Every method but
+// Wake and Cancel belongs to the owning worker's goroutine.
+//
+// How the worker sleeps depends on the ring. A ring not tied to a thread
+// (no COOP_TASKRUN, DEFER_TASKRUN or SINGLE_ISSUER) parks its worker in
+// Go's netpoller: its eventfd is registered with the ring, which signals
+// it for every completion it posts, and with the netpoller, and Wait reads
+// it. The worker goroutine then holds neither a
+// P nor a thread while it sleeps, like a goroutine blocked in package net:
+// the scheduler runs other goroutines (and the collector) on that P, and
+// sysmon has no system call to retake it from. Wake is one write to the
+// eventfd. A thread-bound ring sleeps in io_uring_enter on its thread
+// (deferred completion work runs only there), with a read of the eventfd
+// kept pending on the ring for Wake to complete.
 type Ring[T any] struct {
 	cfg  RingConfig[T]
 	ring *uring.Ring
@@ -84,7 +96,11 @@ type Ring[T any] struct {
 	// into it is always into live, unmoving memory.
 	efdBuf   [8]byte
 	efdArmed bool
-	one      uint64 // 1, what Wake writes (in the heap object: it never moves)
+	// efdFile is the eventfd as the netpoller knows it, when the worker
+	// parks there (see Ring); nil when it parks in io_uring_enter. It owns
+	// the descriptor then.
+	efdFile *os.File
+	one     uint64 // 1, what Wake writes (in the heap object: it never moves)
 	// efdMu orders Wake (any goroutine) against Close: a wake that comes
 	// late, after Close, must not write to a closed (maybe reused) fd.
 	efdMu  sync.RWMutex
@@ -148,11 +164,47 @@ func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
 		// completion of a request goes to the thread that submitted it.
 		return r, nil
 	}
+	if err := r.pollEventfd(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if r.efdFile != nil {
+		return r, nil
+	}
 	if err := r.arm(); err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// pollEventfd registers the eventfd with the ring and with Go's netpoller,
+// for a worker that parks in the netpoller. If the netpoller cannot take
+// the descriptor (it always can for an eventfd; the check guards against a
+// Go runtime that changes that), the ring keeps the pending-read wake-up.
+func (r *Ring[T]) pollEventfd() error {
+	dup, err := unix.FcntlInt(uintptr(r.efd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("faio/driver: worker %d: eventfd: %w", r.cfg.Worker, os.NewSyscallError("fcntl", err))
+	}
+	// os.NewFile registers a non-blocking descriptor with the netpoller;
+	// a read deadline is accepted only if it did. The File gets its own
+	// descriptor, so giving it up leaves r.efd as it was.
+	f := os.NewFile(uintptr(dup), "faio-ring-eventfd")
+	if f.SetReadDeadline(time.Time{}) != nil {
+		f.Close()
+		return nil
+	}
+	// Every posted completion signals it. (The "async" registration would
+	// leave out those completed by task work in a submitting thread, a
+	// socket's receive among them, and a worker would sleep through them.)
+	if err := r.ring.RegisterEventFd(dup); err != nil {
+		f.Close()
+		return fmt.Errorf("faio/driver: worker %d: %w", r.cfg.Worker, err)
+	}
+	unix.Close(r.efd)
+	r.efd, r.efdFile = dup, f
+	return nil
 }
 
 // threadBound reports whether the ring's setup flags tie it to one thread.
@@ -233,12 +285,12 @@ func (r *Ring[T]) Wake() {
 // prepared, and returns how many completions made their owner runnable.
 func (r *Ring[T]) Reap() int {
 	r.processCancels()
-	if r.ring.CQReady() == 0 && r.ring.SQReady() == 0 && !r.ring.TaskrunPending() {
+	if r.ring.CQReady() == 0 && r.ring.SQReady() == 0 && !r.ring.CQHeld() {
 		return 0
 	}
 	r.reaped = 0
 	r.ring.ForEachCQE(r.reapFn)
-	if !r.efdArmed {
+	if !r.efdArmed && r.efdFile == nil {
 		// Re-arm failures leave efdArmed false; the next reap retries.
 		_ = r.armWake()
 	}
@@ -260,10 +312,15 @@ func (r *Ring[T]) complete(c *uring.CQE) {
 	}
 }
 
-// Wait sleeps in io_uring_enter until a completion or a Wake arrives or
-// timeout passes (timeout < 0: no limit), submitting what is prepared, and
-// then reaps.
+// Wait submits what is prepared, sleeps until a completion or a Wake
+// arrives or timeout passes (timeout < 0: no limit), in the netpoller or in
+// io_uring_enter (see Ring), and then reaps. Like any sleep it may end
+// early for nothing.
 func (r *Ring[T]) Wait(timeout time.Duration) {
+	if r.efdFile != nil {
+		r.pollWait(timeout)
+		return
+	}
 	if !r.efdArmed {
 		_ = r.armWake()
 	}
@@ -276,6 +333,27 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 		if err != nil && !errors.Is(err, syscall.ETIME) {
 			r.enterFailed(err)
 		}
+	}
+	r.Reap()
+}
+
+// pollWait is Wait for a worker that parks in the netpoller: it submits,
+// and unless completions are ready or held by the kernel (CQHeld) it
+// reads the eventfd, which the ring signals for each completion posted
+// from now on and Wake writes, with timeout as the read deadline.
+func (r *Ring[T]) pollWait(timeout time.Duration) {
+	r.submit()
+	if r.ring.CQReady() == 0 && !r.ring.CQHeld() && timeout != 0 {
+		var deadline time.Time // zero: none
+		if timeout > 0 {
+			deadline = time.Now().Add(timeout)
+		}
+		// The descriptor is open and registered (Close is the owner's
+		// call), so the deadline cannot fail. The read's own errors are
+		// os.ErrDeadlineExceeded, or EINTR-like passing ones: either way
+		// the caller reaps and decides again, as after any wake-up.
+		_ = r.efdFile.SetReadDeadline(deadline)
+		_, _ = r.efdFile.Read(r.efdBuf[:])
 	}
 	r.Reap()
 }
@@ -344,7 +422,11 @@ func (r *Ring[T]) Close() {
 	r.efdMu.Lock()
 	defer r.efdMu.Unlock()
 	if r.efd >= 0 {
-		unix.Close(r.efd)
+		if r.efdFile != nil {
+			r.efdFile.Close()
+		} else {
+			unix.Close(r.efd)
+		}
 		r.efd = -1
 	}
 }

@@ -201,6 +201,45 @@ func TestRingWake(t *testing.T) {
 	r.Wake()
 }
 
+// A completion that arrives while the worker sleeps ends Wait without a
+// deadline on its own, without a Wake: a receive armed before the Wait,
+// and data written 10 ms into it by another goroutine.
+func TestRingWaitEndsOnCompletion(t *testing.T) {
+	f := newRingFixture(t, 8)
+	fds := socketpair(t)
+	op := &recvOp{fd: fds[0], buf: make([]byte, 8)}
+	f.r.Start(op, "reader", 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		time.Sleep(10 * time.Millisecond)
+		unix.Write(fds[1], []byte("hi"))
+	})
+	// A Wait may end for nothing, like any sleep; what must not happen is
+	// that none ends for the completion.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.dones) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("Wait(-1) did not end within 5s of the receive's data")
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.r.Wait(-1)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			f.r.Wake() // let the Wait end before the fixture closes the ring
+			<-done
+			t.Fatal("Wait(-1) did not end within 5s of the receive's data")
+		}
+	}
+	if len(f.dones) != 1 || f.dones[0].r.Res != 2 {
+		t.Fatalf("completions %+v, want the 2-byte receive", f.dones)
+	}
+}
+
 // A refused io_uring_setup is NewRing's error, with the kernel's reason.
 func TestNewRingRefused(t *testing.T) {
 	old := setup

@@ -11,7 +11,8 @@ import (
 // worker runs tasks on one goroutine: its loop takes the next task from its
 // local queue (the global queue every GlobalQueueInterval ticks), steals
 // half of the busiest worker's queue when its own is empty, drives its ring
-// and timer wheel, and sleeps in io_uring_enter when there is nothing to do.
+// and timer wheel, and sleeps on its driver (the netpoller, for a ring) when
+// there is nothing to do.
 type worker struct {
 	id    int
 	rt    *Runtime
@@ -34,7 +35,7 @@ type worker struct {
 	nextID    uint64      // ids of the tasks this worker spawns
 	searching bool        // owner's view: counted as searching in rt.sm
 	isSearch  atomic.Bool // the same, for thieves choosing a victim
-	parked    atomic.Bool // asleep (or about to be) in io_uring_enter
+	parked    atomic.Bool // asleep (or about to be) in its driver's Wait
 	// loopG and current identify the worker's own goroutine and the
 	// coroutine it resumed last: a Wake called on either is local, so the
 	// woken task can run here next without waking anybody. current is the
