@@ -196,7 +196,7 @@ func (r *Ring[T]) submit() {
 		r.pending = 0
 		return
 	}
-	n, err := r.ring.Submit()
+	n, err := submitEntries(r.ring)
 	if n > 0 {
 		r.submitted.Add(uint64(n))
 	}

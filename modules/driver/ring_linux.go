@@ -42,7 +42,8 @@ type RingConfig[T any] struct {
 	// every method but Wake and Cancel called, on one OS thread for its
 	// whole life (runtime.LockOSThread): completions are posted by that
 	// thread when it next enters the kernel. Add SetupTaskrunFlag so that
-	// Reap sees when to enter.
+	// Reap sees when to enter. SetupIOPoll is refused: a worker's ring
+	// must be able to wait for its wake-up.
 	Flags uint32
 	// SQPollIdle, if positive, sets the ring up with a kernel thread that
 	// takes what Start prepares without a system call
@@ -69,8 +70,17 @@ type RingConfig[T any] struct {
 	Failed func(error)
 }
 
-// setup creates the io_uring; a test stands in a refusal for it.
-var setup = uring.New
+// setup creates the io_uring and submitEntries hands prepared entries to
+// the kernel; a test stands in a refusal for either.
+var (
+	setup         = uring.New
+	submitEntries = (*uring.Ring).Submit
+)
+
+// retryAfter bounds the sleep of a worker whose prepared entries the kernel
+// did not take (a passing io_uring_enter failure): nothing it submitted
+// will signal it, so it tries again this soon.
+const retryAfter = time.Millisecond
 
 // Ring is a worker's io_uring: the ring its operations run on, and the
 // place the worker sleeps until a completion or a Wake. Every method but
@@ -131,6 +141,11 @@ const (
 // It fails with the kernel's reason when io_uring is missing or refused.
 func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
 	flags := cfg.Flags
+	if flags&uring.SetupIOPoll != 0 {
+		// Its completions appear only when polled for, and an eventfd
+		// read (the wake-up) is not an operation it can run.
+		return nil, fmt.Errorf("faio/driver: worker %d: an IOPOLL ring cannot be a worker's ring", cfg.Worker)
+	}
 	if flags&uring.SetupSingleIssuer != 0 {
 		// The issuer is the thread that enables the ring (Attach), not
 		// the one that creates it.
@@ -241,8 +256,8 @@ func (r *Ring[T]) Attach() error {
 	return r.arm()
 }
 
-// armWake queues a read of the eventfd: a Wake completes it, which ends
-// the worker's io_uring_enter.
+// armWake queues a read of the eventfd, for a ring that sleeps in
+// io_uring_enter: a Wake completes it, which ends the wait.
 func (r *Ring[T]) armWake() error {
 	sqe := r.ring.GetSQE()
 	if sqe == nil {
@@ -340,9 +355,14 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 // pollWait is Wait for a worker that parks in the netpoller: it submits,
 // and unless completions are ready or held by the kernel (CQHeld) it
 // reads the eventfd, which the ring signals for each completion posted
-// from now on and Wake writes, with timeout as the read deadline.
+// from now on and Wake writes, with timeout as the read deadline (at most
+// retryAfter while entries the kernel refused wait to be submitted).
 func (r *Ring[T]) pollWait(timeout time.Duration) {
 	r.submit()
+	if r.ring.SQReady() > 0 && r.cfg.SQPollIdle == 0 && (timeout < 0 || timeout > retryAfter) {
+		// The kernel did not take them (see submit): retry soon.
+		timeout = retryAfter
+	}
 	if r.ring.CQReady() == 0 && !r.ring.CQHeld() && timeout != 0 {
 		var deadline time.Time // zero: none
 		if timeout > 0 {
@@ -406,8 +426,10 @@ func (e *RingError) Error() string {
 
 func (e *RingError) Unwrap() error { return e.Err }
 
-// Quiesce completes the pending eventfd read, so the kernel is done with
-// efdBuf before the ring closes. Called once the worker has left its loop.
+// Quiesce completes the pending eventfd read of a ring that sleeps in
+// io_uring_enter, so the kernel is done with efdBuf before the ring closes
+// (a ring that sleeps in the netpoller has none). Called once the worker
+// has left its loop.
 func (r *Ring[T]) Quiesce() {
 	for tries := 0; r.efdArmed && tries < 100; tries++ {
 		r.Wake()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -196,6 +197,25 @@ func TestRingWake(t *testing.T) {
 	if d := time.Since(start); d < 15*time.Millisecond {
 		t.Fatalf("Wait(20ms) with nothing pending returned after %v", d)
 	}
+	// The deadline of that Wait is gone: the next one without a
+	// deadline sleeps until the Wake.
+	wg.Go(func() {
+		time.Sleep(30 * time.Millisecond)
+		r.Wake()
+	})
+	start = time.Now()
+	r.Wait(-1)
+	wg.Wait()
+	if d := time.Since(start); d < 25*time.Millisecond {
+		t.Fatalf("Wait(-1) after a Wait(20ms) returned after %v, before the Wake", d)
+	}
+	// A Wake before the Wait is not lost.
+	r.Wake()
+	start = time.Now()
+	r.Wait(-1)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Wait(-1) after a Wake took %v", d)
+	}
 	r.Quiesce()
 	r.Close()
 	r.Wake()
@@ -237,6 +257,140 @@ func TestRingWaitEndsOnCompletion(t *testing.T) {
 	}
 	if len(f.dones) != 1 || f.dones[0].r.Res != 2 {
 		t.Fatalf("completions %+v, want the 2-byte receive", f.dones)
+	}
+}
+
+// A worker sleeping on a ring that is not thread-bound waits in Go's
+// netpoller ("IO wait"), not in a system call that holds its P.
+func TestRingSleepsInNetpoller(t *testing.T) {
+	f := newRingFixture(t, 8)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.r.Wait(-1)
+	}()
+	defer func() {
+		f.r.Wake()
+		<-done
+	}()
+	buf := make([]byte, 1<<20)
+	var state string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, ").pollWait(") {
+				state, _, _ = strings.Cut(g, "\n")
+				if strings.Contains(state, "[IO wait") {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("the sleeping Wait's goroutine is %q, want it in IO wait", state)
+}
+
+// Entries the kernel refused (a passing io_uring_enter failure) are
+// submitted again soon, even by a Wait without a deadline: nothing they
+// would complete can signal the sleeper.
+func TestRingRetriesRefusedSubmit(t *testing.T) {
+	f := newRingFixture(t, 8)
+	refusals := 3
+	submitEntries = func(r *uring.Ring) (int, error) {
+		if refusals > 0 {
+			refusals--
+			return 0, syscall.EAGAIN
+		}
+		return r.Submit()
+	}
+	t.Cleanup(func() { submitEntries = (*uring.Ring).Submit })
+	f.r.Start(nopOp{}, "nop", 1)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.dones) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the refused NOP was not submitted again within 5s")
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.r.Wait(-1)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			f.r.Wake()
+			<-done
+			t.Fatal("Wait(-1) with refused entries slept 5s")
+		}
+	}
+	if refusals != 0 || f.dones[0].r.Res != 0 {
+		t.Fatalf("refusals left %d, completion %+v", refusals, f.dones[0])
+	}
+}
+
+// Completions held back after a CQ overflow end a Wait without a deadline
+// by themselves, although the eventfd signals for them were spent long
+// before.
+func TestRingWaitFlushesHeldCompletions(t *testing.T) {
+	f := newRingFixture(t, 4)
+	const n = 64
+	for i := range n {
+		f.r.Start(nopOp{}, "nop", uint64(i))
+	}
+	f.r.submit() // more completions than the CQ ring holds
+	f.r.Reap()   // takes those the CQ ring holds
+	if !f.r.ring.CQHeld() {
+		t.Fatal("no completions held back: the test needs a CQ overflow")
+	}
+	var counter [8]byte
+	unix.Read(f.r.efd, counter[:]) // spend the signals (non-blocking)
+	for len(f.dones) < n {
+		before := len(f.dones)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.r.Wait(-1)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			f.r.Wake()
+			<-done
+			t.Fatalf("Wait(-1) slept with %d of %d completions reaped", before, n)
+		}
+	}
+}
+
+// An IOPOLL ring is refused with a clear error: its completions need
+// polling, and the wake-up read is not an operation it can run.
+func TestNewRingRefusesIOPoll(t *testing.T) {
+	r, err := NewRing(RingConfig[int]{Entries: 8, SubmitBatch: 1, Flags: uring.SetupIOPoll, Done: func(int, uint64, Result) bool { return false }})
+	if err == nil {
+		r.Close()
+		t.Fatal("NewRing accepted an IOPOLL ring")
+	}
+	if !strings.Contains(err.Error(), "IOPOLL") {
+		t.Fatalf("error %q does not name IOPOLL", err)
+	}
+}
+
+// Wake and Close from different goroutines never race (-race) and a Wake
+// after Close writes nothing.
+func TestRingWakeRacesClose(t *testing.T) {
+	for range 50 {
+		r, err := NewRing(RingConfig[int]{Entries: 8, SubmitBatch: 1, Done: func(int, uint64, Result) bool { return false }})
+		if err != nil {
+			t.Skipf("io_uring unavailable: %v", err)
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				for range 100 {
+					r.Wake()
+				}
+			})
+		}
+		r.Quiesce()
+		r.Close()
+		wg.Wait()
 	}
 }
 
