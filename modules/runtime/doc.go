@@ -46,10 +46,10 @@
 // the LIFO slot; then woken tasks and the local queue in turn; the global
 // queue every GlobalQueueInterval ticks), else steal half of the busiest
 // worker's queue, else drive its ring and timers, else sleep until a
-// wake-up, a completion or its next timer. A worker sleeps in Go's
-// netpoller, on an eventfd its ring signals for each completion, so a
-// sleeping worker holds no P and no thread (a thread-bound ring sleeps in
-// io_uring_enter; see driver.Ring). At most
+// wake-up, a completion or its next timer. On io_uring a worker sleeps in
+// Go's netpoller, on an eventfd its ring signals for each completion, so
+// a sleeping worker holds no P and no thread (see driver.Ring); on the
+// portable backend it sleeps on Go primitives. At most
 // half of the workers search for work at once and a sleeper is woken only
 // when nobody searches (package statemachine states the protocol that
 // keeps wake-ups from being lost). When a task finishes and the next one
