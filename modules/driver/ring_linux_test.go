@@ -62,6 +62,25 @@ func (f *ringFixture) waitFor(t *testing.T, n int) {
 	}
 }
 
+// waitUnbounded runs Wait(-1), which must end within 5 s; after says what
+// happened before it, for the failure. A Wake ends a Wait that overstays,
+// so the fixture can close the ring.
+func (f *ringFixture) waitUnbounded(t *testing.T, after string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.r.Wait(-1)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		f.r.Wake()
+		<-done
+		t.Fatalf("Wait(-1) slept 5s after %s", after)
+	}
+}
+
 func socketpair(t *testing.T) [2]int {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -242,18 +261,7 @@ func TestRingWaitEndsOnCompletion(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("Wait(-1) did not end within 5s of the receive's data")
 		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			f.r.Wait(-1)
-		}()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			f.r.Wake() // let the Wait end before the fixture closes the ring
-			<-done
-			t.Fatal("Wait(-1) did not end within 5s of the receive's data")
-		}
+		f.waitUnbounded(t, "the receive's data arrived")
 	}
 	if len(f.dones) != 1 || f.dones[0].r.Res != 2 {
 		t.Fatalf("completions %+v, want the 2-byte receive", f.dones)
@@ -308,18 +316,7 @@ func TestRingRetriesRefusedSubmit(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the refused NOP was not submitted again within 5s")
 		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			f.r.Wait(-1)
-		}()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			f.r.Wake()
-			<-done
-			t.Fatal("Wait(-1) with refused entries slept 5s")
-		}
+		f.waitUnbounded(t, "its entries were refused")
 	}
 	if refusals != 0 || f.dones[0].r.Res != 0 {
 		t.Fatalf("refusals left %d, completion %+v", refusals, f.dones[0])
@@ -343,19 +340,7 @@ func TestRingWaitFlushesHeldCompletions(t *testing.T) {
 	var counter [8]byte
 	unix.Read(f.r.efd, counter[:]) // spend the signals (non-blocking)
 	for len(f.dones) < n {
-		before := len(f.dones)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			f.r.Wait(-1)
-		}()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			f.r.Wake()
-			<-done
-			t.Fatalf("Wait(-1) slept with %d of %d completions reaped", before, n)
-		}
+		f.waitUnbounded(t, fmt.Sprintf("%d of %d completions were reaped", len(f.dones), n))
 	}
 }
 
