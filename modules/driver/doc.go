@@ -5,8 +5,9 @@
 // There are two kinds. A Ring (Linux) is an io_uring: operations (Op) run
 // on the ring, batched, with their completions handed back through a
 // callback when the worker reaps, and the worker sleeps in Go's
-// netpoller on an eventfd that the ring signals for each completion and a
-// wake-up writes (a thread-bound ring sleeps in io_uring_enter instead). A
+// netpoller on an eventfd that the ring signals for each completion posted
+// while it sleeps, and a wake-up writes (a thread-bound ring sleeps in
+// io_uring_enter instead). A
 // Portable driver needs no io_uring: the worker sleeps on Go primitives
 // until its next timer or a wake-up, and there is no ring to run
 // operations on.

@@ -71,11 +71,21 @@ type RingConfig[T any] struct {
 }
 
 // setup creates the io_uring and submitEntries hands prepared entries to
-// the kernel; a test stands in a refusal for either.
+// the kernel; a test stands in a refusal for either. cqWaiting is the
+// check before a netpoller sleep (completions in the CQ ring or held by
+// the kernel); a test stands in one that misses a completion, as a
+// racing one can be missed (see pollWait).
 var (
 	setup         = uring.New
 	submitEntries = (*uring.Ring).Submit
+	cqWaiting     = func(r *uring.Ring) bool { return r.CQReady() > 0 || r.CQHeld() }
 )
+
+// signalRace bounds the first netpoller sleep after the ring's eventfd
+// signals were turned back on: a completion posted at that moment may be
+// neither signalled nor seen by the check before the sleep (see
+// uring.Ring.SetEventFdSignals), and the check after this long finds it.
+const signalRace = time.Millisecond
 
 // retryAfter bounds the sleep of a worker whose prepared entries the kernel
 // did not take (a passing io_uring_enter failure): nothing it submitted
@@ -94,9 +104,11 @@ const retryAfter = time.Millisecond
 // P nor a thread while it sleeps, like a goroutine blocked in package net:
 // the scheduler runs other goroutines (and the collector) on that P, and
 // sysmon has no system call to retake it from. Wake is one write to the
-// eventfd. A thread-bound ring sleeps in io_uring_enter on its thread
-// (deferred completion work runs only there), with a read of the eventfd
-// kept pending on the ring for Wake to complete.
+// eventfd. The ring's signals are switched off while the worker runs with
+// operations in flight (it reaps without them), so completions then cost
+// no netpoller wake-up. A thread-bound ring sleeps in io_uring_enter on its
+// thread (deferred completion work runs only there), with a read of the
+// eventfd kept pending on the ring for Wake to complete.
 type Ring[T any] struct {
 	cfg  RingConfig[T]
 	ring *uring.Ring
@@ -113,7 +125,10 @@ type Ring[T any] struct {
 	one     uint64 // 1, what Wake writes (in the heap object: it never moves)
 	// efdMu orders Wake (any goroutine) against Close: a wake that comes
 	// late, after Close, must not write to a closed (maybe reused) fd.
-	efdMu  sync.RWMutex
+	efdMu sync.RWMutex
+	// quiet: the eventfd's completion signals are off, as they are while
+	// the worker runs (see pollWait).
+	quiet  bool
 	reapFn func(*uring.CQE)
 	reaped int
 
@@ -357,25 +372,61 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 // reads the eventfd, which the ring signals for each completion posted
 // from now on and Wake writes, with timeout as the read deadline (at most
 // retryAfter while entries the kernel refused wait to be submitted).
+//
+// While the worker runs with operations in flight, the signals are off
+// (uring's SetEventFdSignals): the worker reaps what completes without
+// them, and each signal would otherwise wake the netpoller for nothing.
+// They are turned on before the sleep; since a completion racing with that
+// may go unsignalled and unseen, the first sleep lasts at most signalRace
+// and the CQ ring is checked again after it. A worker without operations
+// in flight (scheduling only) leaves the signals on: there is nothing to
+// save, and its sleeps need no bound.
 func (r *Ring[T]) pollWait(timeout time.Duration) {
 	r.submit()
 	if r.ring.SQReady() > 0 && r.cfg.SQPollIdle == 0 && (timeout < 0 || timeout > retryAfter) {
 		// The kernel did not take them (see submit): retry soon.
 		timeout = retryAfter
 	}
-	if r.ring.CQReady() == 0 && !r.ring.CQHeld() && timeout != 0 {
-		var deadline time.Time // zero: none
-		if timeout > 0 {
-			deadline = time.Now().Add(timeout)
-		}
-		// The descriptor is open and registered (Close is the owner's
-		// call), so the deadline cannot fail. The read's own errors are
-		// os.ErrDeadlineExceeded, or EINTR-like passing ones: either way
-		// the caller reaps and decides again, as after any wake-up.
-		_ = r.efdFile.SetReadDeadline(deadline)
-		_, _ = r.efdFile.Read(r.efdBuf[:])
+	if timeout != 0 && !cqWaiting(r.ring) {
+		r.park(timeout)
+	}
+	if !r.quiet && r.recs.inFlight > 0 && r.ring.SetEventFdSignals(false) {
+		r.quiet = true
 	}
 	r.Reap()
+}
+
+// park sleeps in the netpoller until a signal, a Wake or timeout (< 0: no
+// limit), turning the eventfd's signals back on first if they are off.
+func (r *Ring[T]) park(timeout time.Duration) {
+	var deadline time.Time // zero: none
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	if r.quiet {
+		r.ring.SetEventFdSignals(true)
+		r.quiet = false
+		if cqWaiting(r.ring) {
+			return
+		}
+		if r.recs.inFlight > 0 && (timeout < 0 || timeout > signalRace) &&
+			(r.sleep(time.Now().Add(signalRace)) || cqWaiting(r.ring)) {
+			return
+		}
+	}
+	r.sleep(deadline)
+}
+
+// sleep reads the eventfd until deadline (zero: none) and reports whether
+// the read returned a signal or a Wake rather than the deadline.
+func (r *Ring[T]) sleep(deadline time.Time) bool {
+	// The descriptor is open and registered (Close is the owner's call),
+	// so the deadline cannot fail. The read's errors are
+	// os.ErrDeadlineExceeded, or EINTR-like passing ones: either way the
+	// caller reaps and decides again, as after any wake-up.
+	_ = r.efdFile.SetReadDeadline(deadline)
+	_, err := r.efdFile.Read(r.efdBuf[:])
+	return err == nil
 }
 
 // enterFailed handles an error of io_uring_enter. A passing one goes to

@@ -344,6 +344,75 @@ func TestRingWaitFlushesHeldCompletions(t *testing.T) {
 	}
 }
 
+// While the worker runs, the eventfd's signals are off; a completion posted
+// just as they are turned back on for a sleep may be neither signalled nor
+// seen by the checks around that (the kernel orders the CQ tail and its
+// read of the flag by release only). Wait(-1) still ends, by checking the
+// CQ ring again after a bounded first sleep.
+func TestRingWaitFindsUnsignalledCompletion(t *testing.T) {
+	f := newRingFixture(t, 8)
+	if f.r.efdFile == nil {
+		t.Skip("the ring does not park in the netpoller")
+	}
+	// A wake-up with operations in flight turns the signals off.
+	f.r.Start(nopOp{}, "nop", 0)
+	f.r.Wait(0)
+	if !f.r.quiet {
+		t.Skip("kernel without IORING_CQ_EVENTFD_DISABLED")
+	}
+	var counter [8]byte
+	unix.Read(f.r.efd, counter[:]) // spend earlier signals (non-blocking)
+	// The nop completes inline when Wait submits it, signals still off.
+	f.r.Start(nopOp{}, "nop", 1)
+	old := cqWaiting
+	misses := 2 // the checks before and right after turning signals on
+	cqWaiting = func(r *uring.Ring) bool {
+		if misses > 0 {
+			misses--
+			return false
+		}
+		return old(r)
+	}
+	defer func() { cqWaiting = old }()
+	f.waitUnbounded(t, "a completion nothing signalled")
+	if len(f.dones) != 2 || misses != 0 {
+		t.Fatalf("after Wait(-1): %d completions reaped, %d checks left unmissed; want 2 and 0", len(f.dones), misses)
+	}
+}
+
+// Completions posted while the worker runs do not signal the eventfd: the
+// worker reaps them without it, and a signal would wake the netpoller for
+// nothing. A worker with no operations in flight leaves the signals on.
+func TestRingRunsWithoutSignals(t *testing.T) {
+	f := newRingFixture(t, 8)
+	if f.r.efdFile == nil {
+		t.Skip("the ring does not park in the netpoller")
+	}
+	f.r.Wait(0)
+	if f.r.quiet {
+		t.Fatal("signals off after a wake-up without operations in flight")
+	}
+	f.r.Start(nopOp{}, "nop", 0)
+	f.r.Wait(0)
+	if !f.r.quiet {
+		t.Skip("kernel without IORING_CQ_EVENTFD_DISABLED")
+	}
+	var counter [8]byte
+	unix.Read(f.r.efd, counter[:]) // spend earlier signals (non-blocking)
+	for i := range 3 {
+		f.r.Start(nopOp{}, "nop", uint64(i+1))
+	}
+	f.r.Reap() // submits them; each completes inline
+	f.r.Reap()
+	if len(f.dones) != 4 {
+		t.Fatalf("%d completions reaped, want 4", len(f.dones))
+	}
+	time.Sleep(20 * time.Millisecond) // room for a late signal
+	if _, err := unix.Read(f.r.efd, counter[:]); err == nil {
+		t.Fatal("the eventfd was signalled while the worker ran")
+	}
+}
+
 // An IOPOLL ring is refused with a clear error: its completions need
 // polling, and the wake-up read is not an operation it can run.
 func TestNewRingRefusesIOPoll(t *testing.T) {

@@ -47,7 +47,7 @@
 // queue every GlobalQueueInterval ticks), else steal half of the busiest
 // worker's queue, else drive its ring and timers, else sleep until a
 // wake-up, a completion or its next timer. On io_uring a worker sleeps in
-// Go's netpoller, on an eventfd its ring signals for each completion, so
+// Go's netpoller, on an eventfd its ring signals for completions, so
 // a sleeping worker holds no P and no thread (see driver.Ring); on the
 // portable backend it sleeps on Go primitives. At most
 // half of the workers search for work at once and a sleeper is woken only

@@ -310,6 +310,55 @@ func TestEventFd(t *testing.T) {
 	}
 }
 
+// SetEventFdSignals(false) stops completions from signalling the registered
+// eventfd, and (true) restores it.
+func TestSetEventFdSignals(t *testing.T) {
+	r := newRing(t, 4, nil)
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	if err := r.RegisterEventFd(efd); err != nil {
+		t.Fatal(err)
+	}
+	count := func() uint64 {
+		var b [8]byte
+		if _, err := unix.Read(efd, b[:]); err != nil {
+			return 0 // EAGAIN: not signalled
+		}
+		return binary.NativeEndian.Uint64(b[:])
+	}
+	nops := func(n int) {
+		for range n {
+			getSQE(t, r).PrepNop()
+		}
+		submit(t, r)
+		for range n {
+			nextCQE(t, r)
+		}
+		time.Sleep(20 * time.Millisecond) // room for a late signal
+	}
+	if !r.SetEventFdSignals(false) {
+		t.Skip("kernel without IORING_CQ_EVENTFD_DISABLED")
+	}
+	nops(3)
+	if c := count(); c != 0 {
+		t.Errorf("signals off: eventfd counter %d after 3 completions, want 0", c)
+	}
+	if !r.SetEventFdSignals(true) {
+		t.Fatal("SetEventFdSignals(true) = false after (false) = true")
+	}
+	nops(3)
+	if c := count(); c == 0 {
+		t.Error("signals on: 3 completions did not signal the eventfd")
+	}
+	r.Close()
+	if r.SetEventFdSignals(true) {
+		t.Error("SetEventFdSignals on a closed ring = true")
+	}
+}
+
 // An SQPOLL ring submits without system calls while the poll thread is
 // awake and wakes it when it sleeps.
 func TestSQPollWakeup(t *testing.T) {

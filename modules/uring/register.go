@@ -3,6 +3,7 @@ package uring
 import (
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -64,6 +65,33 @@ func (r *Ring) RegisterIOWQMaxWorkers(bounded, unbounded uint32) (prevBounded, p
 		return 0, 0, err
 	}
 	return vals[0], vals[1], nil
+}
+
+// cqEventFdDisabled is IORING_CQ_EVENTFD_DISABLED, the one flag of the CQ
+// ring's flags word, which only the program writes.
+const cqEventFdDisabled = 1 << 0
+
+// SetEventFdSignals turns the signalling of the registered eventfd on or
+// off (IORING_CQ_EVENTFD_DISABLED, Linux 5.8+), without a system call:
+// while off, posted completions do not signal it. It reports false, and
+// changes nothing, on a kernel without the flag or a closed ring.
+//
+// The switch is one locked read-modify-write, a full barrier. The kernel
+// reads the flag after storing the CQ tail with release order only, so a
+// completion posted as signals are turned back on may both miss the
+// signal and be missed by a CQReady called right after the switch: a
+// program that then sleeps on the eventfd must bound its first sleep and
+// check the CQ ring again.
+func (r *Ring) SetEventFdSignals(on bool) bool {
+	if r.closed || r.cq.kflags == nil {
+		return false
+	}
+	if on {
+		atomic.AndUint32(r.cq.kflags, ^uint32(cqEventFdDisabled))
+	} else {
+		atomic.OrUint32(r.cq.kflags, cqEventFdDisabled)
+	}
+	return true
 }
 
 // UnregisterEventFd removes the registered eventfd.

@@ -137,6 +137,7 @@ type completionQueue struct {
 	khead     *uint32 // advanced by us to release entries
 	ktail     *uint32 // advanced by the kernel as it posts entries
 	koverflow *uint32 // completions the kernel had to drop
+	kflags    *uint32 // cq* flags, set by us (nil: the kernel has none)
 	mask      uint32
 	entries   uint32
 	cqes      []CQE
@@ -243,6 +244,10 @@ func (r *Ring) mapRings(kp *kernelParams) error {
 	cq.khead = at(cqBase, kp.cqOff.head)
 	cq.ktail = at(cqBase, kp.cqOff.tail)
 	cq.koverflow = at(cqBase, kp.cqOff.overflow)
+	if kp.cqOff.flags != 0 {
+		// Linux 5.8+; older kernels leave the offset 0.
+		cq.kflags = at(cqBase, kp.cqOff.flags)
+	}
 	cq.mask = *at(cqBase, kp.cqOff.ringMask)
 	cq.entries = *at(cqBase, kp.cqOff.ringEntries)
 	cq.cqes = unsafe.Slice((*CQE)(unsafe.Add(cqBase, kp.cqOff.cqes)), kp.cqEntries)
