@@ -52,7 +52,7 @@ type directOp interface {
 // from a task on the portable backend, as a system call on the blocking
 // pool while the task suspends. A ctx that has ended runs nothing.
 func submit(ctx context.Context, rt *runtime.Runtime, op directOp) (runtime.Result, error) {
-	if runtime.OnTask() {
+	if runtime.InTask(ctx) {
 		if n, ok := op.(nowaitOp); ok {
 			if err := ctx.Err(); err != nil {
 				return runtime.Result{}, err
@@ -129,17 +129,25 @@ func (o *fdOp) nowait() (runtime.Result, bool) {
 	if o.opcode != uring.OpRead || !o.cached || len(o.buf) == 0 {
 		return runtime.Result{}, false
 	}
-	iov := unix.Iovec{Base: &o.buf[0]}
-	iov.SetLen(len(capRW(o.buf)))
-	off := int64(o.off) // CurrentPos is -1: preadv2's "the file position"
-	r, _, errno := unix.Syscall6(unix.SYS_PREADV2, uintptr(o.fd), uintptr(unsafe.Pointer(&iov)), 1,
+	// CurrentPos is -1: preadv2's "the file position".
+	n, ok := preadNowait(o.fd, o.buf, int64(o.off))
+	return runtime.Result{Res: int32(n)}, ok
+}
+
+// preadNowait reads into b (at most maxRW bytes of it) at off, or at the
+// file position if off is -1, with preadv2(RWF_NOWAIT): only what the page
+// cache holds, without waiting for the disk. ok is false on any error:
+// EAGAIN (not cached), EOPNOTSUPP (a file without nowait reads) or another,
+// which the ring's attempt then reports.
+func preadNowait(fd int, b []byte, off int64) (n int, ok bool) {
+	iov := unix.Iovec{Base: &b[0]}
+	iov.SetLen(len(capRW(b)))
+	r, _, errno := unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1,
 		uintptr(off), uintptr(uint64(off)>>32), unix.RWF_NOWAIT)
 	if errno != 0 {
-		// EAGAIN: not cached; EOPNOTSUPP: a file without nowait reads.
-		// Either way the ring does it, and reports any other error.
-		return runtime.Result{}, false
+		return 0, false
 	}
-	return runtime.Result{Res: int32(r)}, true
+	return int(r), true
 }
 
 // maxRW caps one system call's transfer, as package os does, so that the
@@ -394,7 +402,7 @@ func (p *poller) setDeadline(write bool, t time.Time) {
 // holds a reference and the direction's lock, so no other goroutine uses
 // the File's deadline of that direction.
 func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
-	if !runtime.OnTask() {
+	if !runtime.InTask(ctx) {
 		return g.pollWait(ctx, op, write)
 	}
 	res, err := runtime.SubmitOn(ctx, g.rt, op)

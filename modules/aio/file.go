@@ -145,14 +145,42 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if !f.guard.incref() {
 		return 0, pathError("read", f.name, fs.ErrClosed)
 	}
-	op := fdOps.Get().(*fdOp)
-	n, err := f.transferAll(ctx, op, uring.OpRead, b, off)
-	fdOps.Put(op)
+	n := f.readCached(ctx, b, off)
+	var err error
+	if n < len(b) {
+		op := fdOps.Get().(*fdOp)
+		var m int
+		m, err = f.transferAll(ctx, op, uring.OpRead, b[n:], off+int64(n))
+		fdOps.Put(op)
+		n += m
+	}
 	f.guard.decref(ctx)
 	if err != nil && err != io.EOF {
 		err = pathError("read", f.name, err)
 	}
 	return n, err
+}
+
+// readCached is ReadAt's fast path for a task: the part of b at off that
+// the page cache holds, read without waiting (preadv2 with RWF_NOWAIT, as
+// transferAll would try first) and without an operation record. It returns
+// how many bytes it read: len(b) when all were cached, and 0 when the read
+// must go the general way (not a task, O_DIRECT, nothing cached, an error
+// or the end of the file, which transferAll reports). The caller holds a
+// reference.
+func (f *File) readCached(ctx context.Context, b []byte, off int64) int {
+	if !f.cachedReads || len(b) == 0 || ctx.Err() != nil || !runtime.InTask(ctx) {
+		return 0
+	}
+	n, ok := preadNowait(f.guard.fd, b, off)
+	if !ok || n <= 0 {
+		return 0
+	}
+	// Completed without suspending: charge the task's cooperative budget,
+	// as every such faio operation does. The read happened, so its
+	// result stands whatever the budget's yield says.
+	_ = runtime.Consume(ctx)
+	return n
 }
 
 // WriteAt writes b at offset off, like os.File.WriteAt: it returns

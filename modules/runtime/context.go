@@ -40,5 +40,13 @@ func RuntimeOf(ctx context.Context) *Runtime {
 // two cross-thread wake-ups per operation.
 func OnTask() bool { return onCoroutine() }
 
+// InTask is OnTask for a caller that holds a context: when ctx is, or
+// derives from, the context of the calling task, it answers without
+// OnTask's lookup of the calling goroutine, which costs a map probe on
+// paths that run once per operation.
+func InTask(ctx context.Context) bool {
+	return Current(ctx).running() != nil || onCoroutine()
+}
+
 // Runtime returns the runtime the task runs on.
 func (t *Task) Runtime() *Runtime { return t.rt }

@@ -560,3 +560,33 @@ func TestLocalWorkerIgnoresStaleCurrent(t *testing.T) {
 		}
 	}
 }
+
+// InTask agrees with OnTask whatever context it is given: the task's own,
+// one derived from it, or an unrelated one inside the task; and a plain
+// goroutine holding a task's context is not a task.
+func TestInTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	var leaked context.Context
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		derived, cancel := context.WithCancel(context.WithValue(ctx, struct{}{}, 1))
+		defer cancel()
+		for name, c := range map[string]context.Context{"task": ctx, "derived": derived, "background": context.Background()} {
+			if !InTask(c) || !OnTask() {
+				return 0, fmt.Errorf("in a task with the %s context: InTask = %v, OnTask = %v", name, InTask(c), OnTask())
+			}
+		}
+		leaked = ctx
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan [3]bool)
+	go func() { done <- [3]bool{InTask(leaked), InTask(context.Background()), OnTask()} }()
+	if got := <-done; got != [3]bool{} {
+		t.Fatalf("in a plain goroutine: InTask(task's context), InTask(Background), OnTask = %v, want all false", got)
+	}
+	if InTask(leaked) || OnTask() {
+		t.Fatal("the test goroutine counts as a task")
+	}
+}
