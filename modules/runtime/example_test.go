@@ -168,3 +168,27 @@ func ExampleConfig_onTaskFailure() {
 	// unjoined task failed: disk full
 	// 42 <nil>
 }
+
+// A package built on Submit serves tasks through the ring and plain
+// goroutines with the system call in the goroutine itself; InTask tells
+// the two apart, cheaply when given the caller's context.
+func ExampleInTask() {
+	where := func(ctx context.Context) string {
+		if runtime.InTask(ctx) {
+			return "task: suspend on the ring"
+		}
+		return "goroutine: make the system call here"
+	}
+	rt, err := runtime.New(runtime.Config{Workers: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	fmt.Println(where(context.Background()))
+	s, _ := runtime.BlockOn(rt, func(ctx context.Context) (string, error) { return where(ctx), nil })
+	fmt.Println(s)
+	// Output:
+	// goroutine: make the system call here
+	// task: suspend on the ring
+}
