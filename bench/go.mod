@@ -19,7 +19,7 @@ require (
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/sync v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
-	github.com/faio-go/faio/modules/uring v0.0.0 // indirect
+	github.com/faio-go/faio/modules/uring v0.0.0
 	github.com/faio-go/faio/modules/watchdog v0.0.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
