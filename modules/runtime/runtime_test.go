@@ -561,6 +561,9 @@ func TestLocalWorkerIgnoresStaleCurrent(t *testing.T) {
 	}
 }
 
+// inTaskKey is TestInTask's context key.
+type inTaskKey struct{}
+
 // InTask agrees with OnTask whatever context it is given: the task's own,
 // one derived from it, or an unrelated one inside the task; and a plain
 // goroutine holding a task's context is not a task.
@@ -568,7 +571,7 @@ func TestInTask(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	var leaked context.Context
 	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
-		derived, cancel := context.WithCancel(context.WithValue(ctx, struct{}{}, 1))
+		derived, cancel := context.WithCancel(context.WithValue(ctx, inTaskKey{}, 1))
 		defer cancel()
 		for name, c := range map[string]context.Context{"task": ctx, "derived": derived, "background": context.Background()} {
 			if !InTask(c) || !OnTask() {
