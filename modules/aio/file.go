@@ -145,12 +145,17 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if !f.guard.incref() {
 		return 0, pathError("read", f.name, fs.ErrClosed)
 	}
-	n := f.readCached(ctx, b, off)
+	n, tried, eof := f.readCached(ctx, b, off)
 	var err error
-	if n < len(b) {
+	switch {
+	case eof:
+		err = io.EOF
+	case n < len(b):
+		// After a miss the general path goes to the ring without
+		// trying the page cache again.
 		op := fdOps.Get().(*fdOp)
 		var m int
-		m, err = f.transferAll(ctx, op, uring.OpRead, b[n:], off+int64(n))
+		m, err = f.transferAll(ctx, op, uring.OpRead, b[n:], off+int64(n), f.cachedReads && !tried)
 		fdOps.Put(op)
 		n += m
 	}
@@ -164,23 +169,25 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 // readCached is ReadAt's fast path for a task: the part of b at off that
 // the page cache holds, read without waiting (preadv2 with RWF_NOWAIT, as
 // transferAll would try first) and without an operation record. It returns
-// how many bytes it read: len(b) when all were cached, and 0 when the read
-// must go the general way (not a task, O_DIRECT, nothing cached, an error
-// or the end of the file, which transferAll reports). The caller holds a
-// reference.
-func (f *File) readCached(ctx context.Context, b []byte, off int64) int {
+// how many bytes it read (len(b) when all were cached), whether it tried
+// (so that the general path does not try again), and whether off is at or
+// past the end of the file. It does not try, and returns 0, for a caller
+// that is not a task, an O_DIRECT file, an empty b or an ended ctx; any
+// error of the system call is left for the general path to meet and
+// report. The caller holds a reference.
+func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, tried, eof bool) {
 	if !f.cachedReads || len(b) == 0 || ctx.Err() != nil || !runtime.InTask(ctx) {
-		return 0
+		return 0, false, false
 	}
 	n, ok := preadNowait(f.guard.fd, b, off)
-	if !ok || n <= 0 {
-		return 0
+	if !ok {
+		return 0, true, false
 	}
 	// Completed without suspending: charge the task's cooperative budget,
 	// as every such faio operation does. The read happened, so its
 	// result stands whatever the budget's yield says.
 	_ = runtime.Consume(ctx)
-	return n
+	return n, true, n == 0
 }
 
 // WriteAt writes b at offset off, like os.File.WriteAt: it returns
@@ -208,7 +215,7 @@ const atPosition int64 = -1
 // writeAll writes all of b at off (atPosition: at the file position),
 // retrying short writes. The caller holds a reference.
 func (f *File) writeAll(ctx context.Context, op *fdOp, b []byte, off int64) (int, error) {
-	n, err := f.transferAll(ctx, op, uring.OpWrite, b, off)
+	n, err := f.transferAll(ctx, op, uring.OpWrite, b, off, false)
 	if err != nil {
 		return n, pathError("write", f.name, err)
 	}
@@ -218,13 +225,14 @@ func (f *File) writeAll(ctx context.Context, op *fdOp, b []byte, off int64) (int
 // transferAll reads (OpRead) or writes (OpWrite) all of b at off
 // (atPosition: at the file position), resubmitting after short transfers.
 // A zero-byte transfer ends it: io.EOF for a read, io.ErrUnexpectedEOF for
-// a write. The error is not yet wrapped in a PathError.
-func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []byte, off int64) (int, error) {
+// a write. cached lets each read try the page cache first (fdOp.cached).
+// The error is not yet wrapped in a PathError.
+func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []byte, off int64, cached bool) (int, error) {
 	n := 0
 	var err error
 	for len(b) > 0 {
 		op.opcode, op.fd, op.buf, op.off = opcode, f.guard.fd, b, uint64(off)
-		op.cached = f.cachedReads
+		op.cached = cached
 		res, serr := f.transfer(ctx, op, opcode == uring.OpWrite)
 		if err = fileErr(res, serr); err != nil {
 			break

@@ -225,9 +225,11 @@ func (r *Ring[T]) pollEventfd() error {
 		f.Close()
 		return nil
 	}
-	// Every posted completion signals it. (The "async" registration would
-	// leave out those completed by task work in a submitting thread, a
-	// socket's receive among them, and a worker would sleep through them.)
+	// Every completion posted while signals are on signals it (they are
+	// off while the worker runs: see pollWait). The "async" registration
+	// would leave out those completed by task work in a submitting thread,
+	// a socket's receive among them, and a worker would sleep through
+	// them.
 	if err := r.ring.RegisterEventFd(dup); err != nil {
 		f.Close()
 		return fmt.Errorf("faio/driver: worker %d: %w", r.cfg.Worker, err)
