@@ -344,17 +344,21 @@ func TestRingWaitFlushesHeldCompletions(t *testing.T) {
 	}
 }
 
-// While the worker runs, the eventfd's signals are off; a completion posted
-// just as they are turned back on for a sleep may be neither signalled nor
-// seen by the checks around that (the kernel orders the CQ tail and its
-// read of the flag by release only). Wait(-1) still ends, by checking the
-// CQ ring again after a bounded first sleep.
-func TestRingWaitFindsUnsignalledCompletion(t *testing.T) {
+// newQuietRing returns a netpoller-parked ring whose eventfd signals a
+// wake-up has turned off, as every wake-up with operations in flight does
+// (one nop, reaped), with the signals spent: it checks on the way that a
+// wake-up with nothing in flight leaves them on. It skips where the ring
+// sleeps in io_uring_enter or the kernel lacks the flag.
+func newQuietRing(t *testing.T) *ringFixture {
+	t.Helper()
 	f := newRingFixture(t, 8)
 	if f.r.efdFile == nil {
 		t.Skip("the ring does not park in the netpoller")
 	}
-	// A wake-up with operations in flight turns the signals off.
+	f.r.Wait(0)
+	if f.r.quiet {
+		t.Fatal("signals off after a wake-up without operations in flight")
+	}
 	f.r.Start(nopOp{}, "nop", 0)
 	f.r.Wait(0)
 	if !f.r.quiet {
@@ -362,6 +366,16 @@ func TestRingWaitFindsUnsignalledCompletion(t *testing.T) {
 	}
 	var counter [8]byte
 	unix.Read(f.r.efd, counter[:]) // spend earlier signals (non-blocking)
+	return f
+}
+
+// While the worker runs, the eventfd's signals are off; a completion posted
+// just as they are turned back on for a sleep may be neither signalled nor
+// seen by the checks around that (the kernel orders the CQ tail and its
+// read of the flag by release only). Wait(-1) still ends, by checking the
+// CQ ring again after a bounded first sleep.
+func TestRingWaitFindsUnsignalledCompletion(t *testing.T) {
+	f := newQuietRing(t)
 	// The nop completes inline when Wait submits it, signals still off.
 	f.r.Start(nopOp{}, "nop", 1)
 	old := cqWaiting
@@ -384,21 +398,7 @@ func TestRingWaitFindsUnsignalledCompletion(t *testing.T) {
 // worker reaps them without it, and a signal would wake the netpoller for
 // nothing. A worker with no operations in flight leaves the signals on.
 func TestRingRunsWithoutSignals(t *testing.T) {
-	f := newRingFixture(t, 8)
-	if f.r.efdFile == nil {
-		t.Skip("the ring does not park in the netpoller")
-	}
-	f.r.Wait(0)
-	if f.r.quiet {
-		t.Fatal("signals off after a wake-up without operations in flight")
-	}
-	f.r.Start(nopOp{}, "nop", 0)
-	f.r.Wait(0)
-	if !f.r.quiet {
-		t.Skip("kernel without IORING_CQ_EVENTFD_DISABLED")
-	}
-	var counter [8]byte
-	unix.Read(f.r.efd, counter[:]) // spend earlier signals (non-blocking)
+	f := newQuietRing(t)
 	for i := range 3 {
 		f.r.Start(nopOp{}, "nop", uint64(i+1))
 	}
@@ -408,6 +408,7 @@ func TestRingRunsWithoutSignals(t *testing.T) {
 		t.Fatalf("%d completions reaped, want 4", len(f.dones))
 	}
 	time.Sleep(20 * time.Millisecond) // room for a late signal
+	var counter [8]byte
 	if _, err := unix.Read(f.r.efd, counter[:]); err == nil {
 		t.Fatal("the eventfd was signalled while the worker ran")
 	}

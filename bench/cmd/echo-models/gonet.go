@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/faio-go/faio/bench/internal/bench"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +49,7 @@ func serveGo(t *trial, procs int) (served, error) {
 			conns.Add(1)
 			wg.Go(func() {
 				defer context.AfterFunc(t.ctx, func() { c.Close() })()
-				n, err := echoConn(c)
+				n, err := bench.EchoConn(c)
 				echoed.Add(n)
 				if err != nil {
 					record(err)
@@ -70,26 +71,6 @@ func serveGo(t *trial, procs int) (served, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	return served{conns: conns.Load(), bytes: echoed.Load()}, errors.Join(err, connErr)
-}
-
-// echoConn writes back whatever c reads until the client shuts down.
-func echoConn(c net.Conn) (int64, error) {
-	defer c.Close()
-	buf := make([]byte, bufSize)
-	var total int64
-	for {
-		n, err := c.Read(buf)
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-		if _, err := c.Write(buf[:n]); err != nil {
-			return total, err
-		}
-		total += int64(n)
-	}
 }
 
 // readClientGo reads the client's stdout to its end through Go's poller

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/faio-go/faio/bench/internal/bench"
@@ -169,7 +168,7 @@ func (t *trial) clientLines(b []byte) error {
 		t.pending = t.pending[nl+1:]
 		switch line {
 		case lineReady:
-			cpu, err := processCPU()
+			cpu, err := bench.ProcessCPU()
 			if err != nil {
 				return err
 			}
@@ -178,7 +177,7 @@ func (t *trial) clientLines(b []byte) error {
 				return fmt.Errorf("telling the client to go: %w", err)
 			}
 		case lineDone:
-			cpu, err := processCPU()
+			cpu, err := bench.ProcessCPU()
 			if err != nil {
 				return err
 			}
@@ -199,16 +198,6 @@ func (t *trial) entersSoFar() int64 {
 		n += c.Load()
 	}
 	return n
-}
-
-// processCPU returns the user and system CPU time this process has used so
-// far, every thread included (getrusage RUSAGE_SELF).
-func processCPU() (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // waitClient ends the client's stdin, waits for the client and decodes

@@ -18,8 +18,9 @@ const coop = uring.SetupCoopTaskrun | uring.SetupTaskrunFlag
 // The io_uring and epoll servers run each thread as a goroutine locked to
 // its OS thread, under the default GOMAXPROCS; thread 0 also reads the
 // client's stdout through its ring or epoll instance, so a one-thread
-// server is that one thread (and the Go runtime's housekeeping). All read
-// at most 512 bytes at a time.
+// server is that one thread (and the Go runtime's housekeeping). They read
+// at most 512 bytes at a time; the Go servers run W7's goroutine handler
+// (bench.EchoConn), which reads up to 4096. A message is 64 bytes.
 var variants = []variant{
 	// single: one ring, waited on with io_uring_enter (at least one
 	// completion) and reaped in batches. Each connection has one
@@ -103,7 +104,8 @@ var variants = []variant{
 	// gonet1: Go's net package the way a Go programmer writes an echo
 	// server, a goroutine per connection doing Read and Write, with
 	// GOMAXPROCS 1: Go's runtime and netpoller (epoll) in the place of
-	// faio's. W7's goroutine server in faio-bench, minus its bookkeeping.
+	// faio's: W7's goroutine handler (bench.EchoConn), minus faio-bench's
+	// bookkeeping.
 	{name: "gonet1", goProcs: 1},
 
 	// gonet2: gonet1 with GOMAXPROCS 2. The reference of the table's

@@ -133,10 +133,10 @@ func countIOWQThreads() int {
 	return n
 }
 
-// processCPU returns the user and system CPU time this process has used so
+// ProcessCPU returns the user and system CPU time this process has used so
 // far (getrusage RUSAGE_SELF): that of every thread it has, or had, io_uring's
 // io-wq workers included, and none of its children's.
-func processCPU() (time.Duration, error) {
+func ProcessCPU() (time.Duration, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, fmt.Errorf("bench: getrusage: %w", err)

@@ -61,7 +61,7 @@ func TestPeakRSS(t *testing.T) {
 
 // The process's CPU time grows with work done on any thread.
 func TestProcessCPU(t *testing.T) {
-	before, err := processCPU()
+	before, err := ProcessCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestProcessCPU(t *testing.T) {
 		}
 	}()
 	<-done
-	after, err := processCPU()
+	after, err := ProcessCPU()
 	if err != nil {
 		t.Fatal(err)
 	}

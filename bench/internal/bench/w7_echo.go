@@ -141,7 +141,7 @@ func echoServerGoroutines(env *Env, s Sizes) (Measurement, error) {
 			}
 			conns.Add(1)
 			wg.Go(func() {
-				n, err := echoConnGo(c)
+				n, err := EchoConn(c)
 				echoed.Add(n)
 				errs.set(err)
 			})
@@ -156,7 +156,11 @@ func echoServerGoroutines(env *Env, s Sizes) (Measurement, error) {
 	return echoResult(s, report, echoTotals{conns: conns.Load(), bytes: echoed.Load()}, cpu)
 }
 
-func echoConnGo(c net.Conn) (int64, error) {
+// EchoConn is the goroutine server's connection handler (and that of
+// echo-models' Go servers): it writes back whatever c reads, in reads of up
+// to 4096 bytes, until the peer shuts down (nil) or an error, and closes c.
+// It returns the bytes echoed.
+func EchoConn(c net.Conn) (int64, error) {
 	defer c.Close()
 	buf := make([]byte, echoBuffer)
 	var total int64
@@ -235,12 +239,12 @@ func clientProcess(env *Env, s Sizes, what string, args ...string) (ClientReport
 		line, rerr := lines.ReadString('\n')
 		switch strings.TrimSuffix(line, "\n") {
 		case clientReady:
-			start, cpuErr = processCPU()
+			start, cpuErr = ProcessCPU()
 			ready = true
 			// A client that is gone says so when it is waited for.
 			io.WriteString(stdin, clientGo+"\n")
 		case clientDone:
-			if stop, err = processCPU(); err != nil {
+			if stop, err = ProcessCPU(); err != nil {
 				cpuErr = err
 			}
 			done = ready
