@@ -33,7 +33,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,29 +168,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return code
 }
 
-// clientMain is the client process: bench.RunClient with W7's sizes and
-// o.trips round trips per connection, with the handshake on stdout and
-// stdin, then the client's report on stdout as one JSON line.
+// clientMain is the client process: bench.RunClientProcess with W7's
+// sizes and o.trips round trips per connection.
 func clientMain(o options, stdin io.Reader, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	ready := func() error {
-		if _, err := io.WriteString(stdout, lineReady+"\n"); err != nil {
-			return err
-		}
-		line, err := bufio.NewReader(stdin).ReadString('\n')
-		if line != lineGo+"\n" {
-			return fmt.Errorf("waiting for %q from the server, got %q (%v)", lineGo, line, err)
-		}
-		return nil
-	}
-	done := func() error {
-		_, err := io.WriteString(stdout, lineDone+"\n")
-		return err
-	}
-	report, err := bench.RunClient(ctx, o.client, w7Sizes(o.trips), ready, done)
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(stdout).Encode(report)
+	return bench.RunClientProcess(ctx, o.client, w7Sizes(o.trips), stdin, stdout)
 }

@@ -18,14 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The lines of the handshake on the client's stdout and stdin, as in
-// faio-bench's W7: the server takes its CPU time at ready and at done.
-const (
-	lineReady = "ready" // client: connections open and warmed up
-	lineGo    = "go"    // server: start the timed part
-	lineDone  = "done"  // client: the timed part is over
-)
-
 // w7Sizes are W7's sizes (bench.FullSizes: 64 connections, 64-byte
 // messages) with trips timed round trips per connection.
 func w7Sizes(trips int) bench.Sizes {
@@ -167,16 +159,16 @@ func (t *trial) clientLines(b []byte) error {
 		line := string(t.pending[:nl])
 		t.pending = t.pending[nl+1:]
 		switch line {
-		case lineReady:
+		case bench.ClientReady:
 			cpu, err := bench.ProcessCPU()
 			if err != nil {
 				return err
 			}
 			t.cpu[0], t.entersAt[0], t.ready = cpu, t.entersSoFar(), true
-			if _, err := unix.Write(t.stdin, []byte(lineGo+"\n")); err != nil {
+			if _, err := unix.Write(t.stdin, []byte(bench.ClientGo+"\n")); err != nil {
 				return fmt.Errorf("telling the client to go: %w", err)
 			}
-		case lineDone:
+		case bench.ClientDone:
 			cpu, err := bench.ProcessCPU()
 			if err != nil {
 				return err

@@ -133,34 +133,39 @@ func findWrk(choice string, quick bool) (string, error) {
 	return path, nil
 }
 
-// clientMain runs the W7 client and prints its report. Around the timed
-// part it does the handshake of clientProcess on stdout and os.Stdin: it
-// prints clientReady and waits for a line (or the end of stdin), and prints
-// clientDone when the timed part is over.
+// clientMain runs the W7 client process (see RunClientProcess).
 func clientMain(o Options, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
-	ready := func() error {
-		if _, err := fmt.Fprintln(stdout, clientReady); err != nil {
-			return err
-		}
-		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil && err != io.EOF {
-			return fmt.Errorf("bench: waiting for %q: %w", clientGo, err)
-		}
-		return nil
-	}
-	done := func() error {
-		_, err := fmt.Fprintln(stdout, clientDone)
-		return err
-	}
-	report, err := RunClient(ctx, o.Client, o.Sizes, ready, done)
-	if err != nil {
-		fmt.Fprintf(stderr, "faio-bench client: %v\n", err)
-		return 1
-	}
-	if err := json.NewEncoder(stdout).Encode(report); err != nil {
+	if err := RunClientProcess(ctx, o.Client, o.Sizes, os.Stdin, stdout); err != nil {
 		fmt.Fprintf(stderr, "faio-bench client: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// RunClientProcess is the body of a W7 client process (faio-bench's, and
+// echo-models'): RunClient against addr with sizes s, with the handshake of
+// clientProcess around its timed part (it prints ClientReady on stdout and
+// waits for a line, or the end of stdin, and prints ClientDone when the
+// timed part is over), then its report on stdout as one JSON line.
+func RunClientProcess(ctx context.Context, addr string, s Sizes, stdin io.Reader, stdout io.Writer) error {
+	ready := func() error {
+		if _, err := fmt.Fprintln(stdout, ClientReady); err != nil {
+			return err
+		}
+		if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil && err != io.EOF {
+			return fmt.Errorf("bench: waiting for %q: %w", ClientGo, err)
+		}
+		return nil
+	}
+	done := func() error {
+		_, err := fmt.Fprintln(stdout, ClientDone)
+		return err
+	}
+	report, err := RunClient(ctx, addr, s, ready, done)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(report)
 }

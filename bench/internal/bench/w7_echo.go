@@ -192,20 +192,20 @@ func runClient(env *Env, s Sizes, addr string) (ClientReport, time.Duration, err
 
 // The lines of the handshake by which a client process lets its parent
 // measure the parent's CPU time during the client's timed part: the client
-// prints clientReady once its connections are open and warmed up and
-// waits for clientGo on its stdin (or for the end of stdin), and prints
-// clientDone when its last round trip is over, before its report. The
+// prints ClientReady once its connections are open and warmed up and
+// waits for ClientGo on its stdin (or for the end of stdin), and prints
+// ClientDone when its last round trip is over, before its report. The
 // server is idle at both moments, so when the parent reads the lines does
 // not change the CPU time between them.
 const (
-	clientReady = "ready"
-	clientGo    = "go"
-	clientDone  = "done"
+	ClientReady = "ready"
+	ClientGo    = "go"
+	ClientDone  = "done"
 )
 
 // clientProcess runs a client process (what: "W7 client") with args and
 // sizes s, and returns the report it prints and, if the client printed
-// clientReady and clientDone, the CPU time this process used between the
+// ClientReady and ClientDone, the CPU time this process used between the
 // two (-1 if it did not).
 func clientProcess(env *Env, s Sizes, what string, args ...string) (ClientReport, time.Duration, error) {
 	sizes, err := json.Marshal(s)
@@ -238,12 +238,12 @@ func clientProcess(env *Env, s Sizes, what string, args ...string) (ClientReport
 	for {
 		line, rerr := lines.ReadString('\n')
 		switch strings.TrimSuffix(line, "\n") {
-		case clientReady:
+		case ClientReady:
 			start, cpuErr = ProcessCPU()
 			ready = true
 			// A client that is gone says so when it is waited for.
-			io.WriteString(stdin, clientGo+"\n")
-		case clientDone:
+			io.WriteString(stdin, ClientGo+"\n")
+		case ClientDone:
 			if stop, err = ProcessCPU(); err != nil {
 				cpuErr = err
 			}
