@@ -119,8 +119,9 @@ func staticcheck(pats []string) error {
 }
 
 // Test runs go vet and the race-enabled tests of every module, the timing
-// tests (TestTiming*) once more without the race detector, then the C and
-// C++ tests.
+// tests (TestTiming*) once more without the race detector, the task and
+// I/O tests again on pinned workers and on the portable backend, then the
+// C and C++ tests.
 func Test() error {
 	pats, err := packagePatterns()
 	if err != nil {
@@ -141,6 +142,9 @@ func Test() error {
 	// second run without it.
 	args = append([]string{"test", "-count=1", "-run=^TestTiming", "-timeout=10m"}, pats...)
 	if err := goCmd(args...); err != nil {
+		return err
+	}
+	if err := testPinned(); err != nil {
 		return err
 	}
 	if err := testPortable(); err != nil {
@@ -169,6 +173,16 @@ func crossBuild() error {
 // portablePackages are the packages whose tests run again on the portable
 // backend: everything that runs tasks or does I/O.
 var portablePackages = []string{".", "./modules/runtime", "./modules/sync", "./modules/channel", "./modules/aio", "./modules/faiohttp"}
+
+// testPinned runs the task and I/O tests again with every runtime's
+// workers pinned to their threads (FAIO_PINNED=1, Config.PinnedWorkers),
+// whose rings are set up with COOP_TASKRUN and whose tasks never move once
+// started.
+func testPinned() error {
+	args := append([]string{"test", "-race", "-count=1", "-timeout=20m"}, portablePackages...)
+	fmt.Println("FAIO_PINNED=1 go", strings.Join(args, " "))
+	return sh.RunWithV(map[string]string{"FAIO_PINNED": "1"}, "go", args...)
+}
 
 // testPortable runs the task and I/O tests on the portable backend twice:
 // chosen by FAIO_BACKEND=portable, and chosen by BackendAuto under a

@@ -3,8 +3,10 @@ package aio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -22,9 +24,22 @@ func spin(d time.Duration) {
 // over the workers: with 32 busy connections (net.Dial clients, about 20 µs
 // of work per message) the least busy of two workers does at least a
 // quarter of the polls. Woken tasks used to stay on the worker whose ring
-// woke them, so one worker served everything (polls [192130 0]).
+// woke them, so one worker served everything (polls [192130 0]). Pinned
+// workers, whose tasks never move once started, spread the connection
+// tasks when they are spawned.
 func TestServerConnectionsSpreadOverWorkers(t *testing.T) {
-	rt := newRuntime(t, runtime.Config{Workers: 2})
+	for _, pinned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pinned=%v", pinned), func(t *testing.T) {
+			if !pinned && os.Getenv(runtime.EnvPinned) == "1" {
+				t.Skip(runtime.EnvPinned + "=1 pins every runtime's workers")
+			}
+			serverSpreads(t, runtime.Config{Workers: 2, PinnedWorkers: pinned})
+		})
+	}
+}
+
+func serverSpreads(t *testing.T, cfg runtime.Config) {
+	rt := newRuntime(t, cfg)
 	const conns = 32
 	trips := 3000
 	if raceEnabled {

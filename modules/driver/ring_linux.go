@@ -259,7 +259,8 @@ func (r *Ring[T]) arm() error {
 // RingConfig.Flags) to the calling thread, which must be locked
 // (runtime.LockOSThread) and make every later call but Wake and Cancel:
 // it enables a ring set up disabled (SetupSingleIssuer) and arms the
-// wake-up. For other rings it does nothing. A Wake before Attach is not
+// wake-up (a *RingError if the ring's descriptor no longer names it, as
+// for Wait). For other rings it does nothing. A Wake before Attach is not
 // lost: it ends the first Wait after.
 func (r *Ring[T]) Attach() error {
 	if !r.threadBound() || r.efdArmed {
@@ -270,7 +271,13 @@ func (r *Ring[T]) Attach() error {
 			return fmt.Errorf("faio/driver: worker %d: enable: %w", r.cfg.Worker, err)
 		}
 	}
-	return r.arm()
+	if err := r.arm(); err != nil {
+		if ringBroken(err) {
+			return &RingError{Worker: r.cfg.Worker, Fd: r.ring.Fd(), Err: err}
+		}
+		return err
+	}
+	return nil
 }
 
 // armWake queues a read of the eventfd, for a ring that sleeps in

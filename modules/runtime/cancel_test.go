@@ -723,6 +723,7 @@ func TestForeignContextStillSuspendsTheTask(t *testing.T) {
 // blocks its worker in plain Go, the watchdog must count that slot as
 // waiting work and get another worker to take it.
 func TestWatchdogRescuesLIFOTask(t *testing.T) {
+	skipIfPinned(t, "a woken task cannot leave its blocked worker (Config.PinnedWorkers says so)")
 	rt := newRuntime(t, Config{Workers: 2, StallThreshold: 5 * time.Millisecond})
 	within(t, 20*time.Second, "task stranded in a blocked worker's LIFO slot", func() {
 		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"time"
 
@@ -112,7 +113,37 @@ type Config struct {
 	// refused. nil (the default) logs one notice per process through the
 	// standard logger.
 	OnBackendFallback func(error)
+	// PinnedWorkers runs each worker on an OS thread of its own
+	// (runtime.LockOSThread) and, on io_uring, sets its ring up with
+	// COOP_TASKRUN and TASKRUN_FLAG: the kernel then posts a completion
+	// when the worker's thread next enters it (or wakes that thread if it
+	// sleeps) instead of interrupting whatever the thread runs. A TCP
+	// server's round trip costs less CPU that way (W7 in bench/).
+	//
+	// The price is placement. Go lets a coroutine be resumed only on the
+	// thread that created it, so a task that has started runs on its
+	// worker until it ends: only tasks not yet started are stolen, and a
+	// busy worker's woken tasks wait for it. To spread long-lived tasks
+	// (a server's connections), Spawn from a task starts the new task on
+	// the worker with the fewest live tasks when the spawner's worker has
+	// at least pinnedSpread more; two tasks that talk to each other may
+	// then run on different workers, and each message between them costs
+	// a cross-thread wake-up. Leave it off (the default) for work that is
+	// not I/O-bound.
+	//
+	// The environment variable FAIO_PINNED (1 or 0), when set, overrides
+	// it, as FAIO_BACKEND overrides IOBackend.
+	//
+	// A task on a pinned worker that calls runtime.Goexit (t.FailNow in a
+	// test) fails with ErrGoexit as on any worker; its coroutine's
+	// goroutine stays blocked until Close, since ending it would end the
+	// worker's thread.
+	PinnedWorkers bool
 }
+
+// EnvPinned is the environment variable that overrides
+// Config.PinnedWorkers: "1" pins the workers, "0" does not.
+const EnvPinned = "FAIO_PINNED"
 
 // StallInfo describes a worker that kept one task running past
 // Config.StallThreshold while other tasks were waiting for it.
@@ -166,6 +197,15 @@ func (c Config) withDefaults() (Config, error) {
 		errs = append(errs, err)
 	} else if ok {
 		c.IOBackend = b
+	}
+	switch v, ok := os.LookupEnv(EnvPinned); {
+	case !ok || v == "":
+	case v == "1":
+		c.PinnedWorkers = true
+	case v == "0":
+		c.PinnedWorkers = false
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q, want 1 or 0", EnvPinned, v))
 	}
 	if c.Workers < 1 || c.Workers > maxWorkers {
 		bad("Workers = %d, want 1..%d", c.Workers, maxWorkers)

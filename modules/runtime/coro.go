@@ -23,6 +23,7 @@ type coro struct {
 	goid   atomic.Uintptr // identity (getg) of the coroutine's goroutine, set when it starts
 	task   *Task
 	taskID atomic.Uint64 // id of task, for the watchdog's report
+	owner  *worker       // the worker that created it: on pinned workers, the only one that may resume it
 
 	// Why the task switched back, and the suspension it asks the worker
 	// to complete. They live here, not in Task, because only a task that
@@ -104,16 +105,50 @@ func (e *PanicError) Unwrap() error {
 func (t *Task) execute() {
 	c := t.coro
 	setProfLabel(t.labels)
-	if t.rt.cfg.PanicPolicy == PanicCrash {
+	crash, pinned := t.rt.cfg.PanicPolicy == PanicCrash, c.owner.pinned
+	if crash && !pinned {
 		t.body.run(t)
 		c.yieldReason = reasonDone
 		return
 	}
+	returned := false
 	defer func() {
-		if r := recover(); r != nil {
-			t.body.fail(&PanicError{Value: r, Stack: debug.Stack()})
+		if returned {
+			return
 		}
-		c.yieldReason = reasonDone
+		r := recover()
+		switch {
+		case r == nil && pinned:
+			// runtime.Goexit (a panic, even panic(nil), recovers
+			// non-nil): see retire.
+			c.retire(t)
+		case r == nil:
+			// runtime.Goexit: the worker's onExit fails the task.
+			c.yieldReason = reasonDone
+		case crash:
+			panic(r)
+		default:
+			t.body.fail(&PanicError{Value: r, Stack: debug.Stack()})
+			c.yieldReason = reasonDone
+		}
 	}()
 	t.body.run(t)
+	returned = true
+	c.yieldReason = reasonDone
+}
+
+// retire is called on a pinned worker by a task whose function called
+// runtime.Goexit, from execute's deferred call, with the Goexit under way.
+// On other workers the Goexit ends the coroutine and then the worker's
+// goroutine, which onExit replaces; here that goroutine is locked to the
+// thread that alone may resume the worker's suspended tasks, so it must not
+// end. The task fails with ErrGoexit and its coroutine switches back to the
+// worker for good (reasonRetired) instead of ending: the worker stops it at
+// shutdown (unpinAtShutdown), and only then does the Goexit finish.
+func (c *coro) retire(t *Task) {
+	t.body.fail(ErrGoexit)
+	c.yieldReason = reasonRetired
+	for c.yield(struct{}{}) {
+		// Nothing resumes a retired coroutine but stop.
+	}
 }

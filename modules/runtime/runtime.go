@@ -125,7 +125,7 @@ func (rt *Runtime) newWorker(id int) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{id: id, rt: rt, local: local, inbox: ringq.NewGlobalQueue[*Task](), wheel: wheel, stopped: make(chan struct{})}
+	w := &worker{id: id, rt: rt, local: local, inbox: ringq.NewGlobalQueue[*Task](), wheel: wheel, stopped: make(chan struct{}), pinned: rt.cfg.PinnedWorkers}
 	w.fireFn = w.fireTimer
 	w.io, err = newEngine(w, rt.backend)
 	if err != nil {
@@ -165,18 +165,32 @@ func (rt *Runtime) localWorker() *worker {
 // a sleeping worker is told too, so that tasks woken from outside (by the
 // netpoller goroutines of the portable backend, say) spread over the
 // workers as ring completions do (see drive).
+//
+// On pinned workers (Config.PinnedWorkers) a task that has started goes
+// only to the worker that owns its coroutine.
 func (rt *Runtime) enqueue(t *Task) {
-	if w := rt.localWorker(); w != nil {
+	w := rt.localWorker()
+	if w != nil && (!w.pinned || t.coro == nil || t.coro.owner == w) {
 		w.pushWakeLocal(t)
 		return
 	}
-	w := t.worker
+	if w = t.worker; w.pinned && t.coro != nil {
+		w = t.coro.owner
+	}
+	rt.wakeOn(w, t)
+}
+
+// wakeOn queues t, runnable, in w's inbox, and wakes w if it sleeps. If w
+// is awake with woken tasks queued already, a sleeping worker is told too,
+// so that they spread as ring completions do (see drive), unless the
+// workers are pinned: a pinned worker's inbox is its own.
+func (rt *Runtime) wakeOn(w *worker, t *Task) {
 	_ = w.inbox.Push(t)
 	// Dekker pairing with park: it stores parked and then checks the
 	// inbox; we push and then load parked.
 	if w.parked.Load() {
 		w.unpark()
-	} else if w.inbox.Len() > 1 {
+	} else if !w.pinned && w.inbox.Len() > 1 {
 		rt.notifyOne()
 	}
 }

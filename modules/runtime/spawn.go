@@ -109,20 +109,24 @@ func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *Joi
 		}
 		h.task.worker = w
 		w.counts.spawned++
-		if prev := w.lifo.Swap(&h.task); prev != nil {
+		if w.pinned {
+			if tw := w.spreadTarget(); tw != nil {
+				// A task stays on the worker it starts on: start
+				// it on the least loaded one (Config.PinnedWorkers).
+				h.task.worker = tw
+				tw.load.Add(1)
+				rt.wakeOn(tw, &h.task)
+				chargeSpawn(cur)
+				return h
+			}
+			w.load.Add(1)
+		}
+		if prev := w.lifo.Swap(&h.task); prev != nil && w.pushRunnable(prev) {
 			// The previous LIFO task joins the queue, where another
 			// worker may steal it: wake one to do so.
-			w.pushLocal(prev)
 			rt.notifyOne()
 		}
-		// Spawning charges the coop budget: a task spawning in a loop
-		// lets its children run every CoopBudget spawns, while their
-		// memory is still in cache, instead of queueing them all first.
-		if c := cur.coro; c.budget+1 >= CoopBudget {
-			_ = Yield(cur)
-		} else {
-			c.budget++
-		}
+		chargeSpawn(cur)
 		return h
 	}
 	if !rt.newTask(&h.task, h, parent, ctx, nil) {
@@ -131,6 +135,17 @@ func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *Joi
 	rt.spawnedOutside.Add(1)
 	rt.submit(&h.task)
 	return h
+}
+
+// chargeSpawn charges a spawn to the spawning task's coop budget: a task
+// spawning in a loop lets its children run every CoopBudget spawns, while
+// their memory is still in cache, instead of queueing them all first.
+func chargeSpawn(cur *Task) {
+	if c := cur.coro; c.budget+1 >= CoopBudget {
+		_ = Yield(cur)
+	} else {
+		c.budget++
+	}
 }
 
 // SpawnOn starts fn as a new task on rt from any goroutine: it goes to the

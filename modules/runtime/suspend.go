@@ -148,6 +148,7 @@ const (
 	reasonYield
 	reasonSuspend
 	reasonFinished // the task finished and runInline already completed it
+	reasonRetired  // the task called runtime.Goexit on a pinned worker (coro.retire)
 )
 
 // Kinds of suspension the worker completes on its own side.

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+	goruntime "runtime"
 	"sync/atomic"
 	"time"
 
@@ -49,7 +51,15 @@ type worker struct {
 	runningTask *Task // the task being resumed (owner only)
 	handoff     *Task // runInline's pick, for the loop to resume next
 
-	coros   []*coro // idle coroutines
+	coros []*coro // idle coroutines
+	// Config.PinnedWorkers: this worker's goroutine is locked to its
+	// thread, which alone may resume the coroutines it created (coro.owner).
+	// load counts the live tasks placed on it or started by it (see
+	// spreadTarget); retired holds the coroutines of tasks that called
+	// runtime.Goexit (see coro.retire), stopped last at shutdown.
+	pinned  bool
+	load    atomic.Int64
+	retired []*coro
 	batch   []*Task // scratch for global-queue refills and inbox drains
 	counts  localCounts
 	fireFn  func(Waker)
@@ -74,6 +84,10 @@ func (w *worker) loop() {
 	defer w.onExit()
 	rt := w.rt
 	w.loopG.Store(getg())
+	if w.pinned {
+		w.pin()
+		defer w.unpinAtShutdown()
+	}
 	for !rt.shutdown.Load() {
 		w.tick++
 		if w.tick%heartbeatTicks == 0 {
@@ -109,6 +123,46 @@ func (w *worker) loop() {
 	}
 }
 
+// pin locks the worker's goroutine to its thread for good and attaches the
+// worker's ring to it (Config.PinnedWorkers): the thread ends with the
+// goroutine, at shutdown.
+func (w *worker) pin() {
+	goruntime.LockOSThread()
+	attachRing(w)
+}
+
+// unpinAtShutdown ends a pinned worker, on its thread, which alone may
+// switch to its coroutines and enter its ring: it stops its idle
+// coroutines, takes its ring's pending wake-up back (Quiesce), and stops
+// last the coroutines of tasks that called runtime.Goexit. Stopping one of
+// those lets its Goexit finish, which iter.Pull passes on to this
+// goroutine: each is therefore stopped from a deferred call of the stop
+// before it (stopRetired), and the goroutine ends as Goexit ends it.
+func (w *worker) unpinAtShutdown() {
+	if !w.rt.shutdown.Load() {
+		return // onExit reports it
+	}
+	w.current.Store(nil)
+	for _, c := range w.coros {
+		c.stop()
+	}
+	w.coros = nil
+	w.io.Quiesce()
+	retired := w.retired
+	w.retired = nil
+	stopRetired(retired)
+}
+
+// stopRetired stops cs in order, each from a deferred call of the stop
+// before it (see unpinAtShutdown).
+func stopRetired(cs []*coro) {
+	if len(cs) == 0 {
+		return
+	}
+	defer stopRetired(cs[1:])
+	cs[0].stop()
+}
+
 // onExit turns a runtime.Goexit called by a task (t.FailNow in a test, say)
 // into that task's failure and restarts the worker loop, so one bad task
 // cannot take a worker away. Panics pass through untouched.
@@ -121,6 +175,12 @@ func (w *worker) onExit() {
 	}
 	if r := recover(); r != nil {
 		panic(r)
+	}
+	if w.pinned {
+		// A task's Goexit never gets here (coro.retire); this one came
+		// from code the loop itself ran, and the thread it ends owned
+		// the worker's suspended tasks and ring.
+		panic(fmt.Sprintf("faio/runtime: runtime.Goexit on pinned worker %d outside a task (Config.PinnedWorkers): its thread, and the tasks suspended on it, are gone", w.id))
 	}
 	// The coroutine that called Goexit is gone.
 	w.current.Store(nil)
@@ -143,14 +203,26 @@ func (w *worker) onExit() {
 
 // runTask resumes t on this worker until it finishes or switches away.
 func (w *worker) runTask(t *Task) {
-	t.worker = w
 	c := t.coro
+	if w.pinned {
+		if c != nil && c.owner != w {
+			// A started task taken from a pinned worker (a peer's
+			// overdue timer, a steal): only its owner may resume it.
+			w.rt.wakeOn(c.owner, t)
+			return
+		}
+		if c == nil {
+			w.adopt(t)
+		}
+	}
+	t.worker = w
 	if c == nil {
 		if n := len(w.coros); n > 0 {
 			c = w.coros[n-1]
 			w.coros = w.coros[:n-1]
 		} else {
 			c = newCoro()
+			c.owner = w
 			w.stats.corosCreated.Add(1)
 		}
 		c.task = t
@@ -168,14 +240,70 @@ func (w *worker) runTask(t *Task) {
 	case reasonDone:
 		t.bind(nil)
 		w.poolCoro(c)
-		w.rt.finish(t, w)
+		w.finish(t)
 	case reasonFinished:
 		w.poolCoro(c)
 	case reasonYield:
-		w.pushLocal(t)
+		w.pushRunnable(t)
 	case reasonSuspend:
 		w.completeSuspend(t)
+	case reasonRetired:
+		// The task called runtime.Goexit on this pinned worker and has
+		// failed with ErrGoexit; its coroutine waits for shutdown.
+		w.current.Store(nil)
+		c.task = nil
+		w.retired = append(w.retired, c)
+		t.bind(nil)
+		w.finish(t)
 	}
+}
+
+// finish completes t, which ran on this worker.
+func (w *worker) finish(t *Task) {
+	if w.pinned {
+		w.load.Add(-1)
+	}
+	w.rt.finish(t, w)
+}
+
+// adopt counts t, a fresh task about to start on this pinned worker, in its
+// load instead of the load of the worker it was placed on (or stolen from).
+func (w *worker) adopt(t *Task) {
+	if t.worker == w {
+		return
+	}
+	if v := t.worker; v != nil {
+		v.load.Add(-1)
+	}
+	w.load.Add(1)
+}
+
+// pinnedSpread is the lead in live tasks from which Spawn, on pinned
+// workers, starts a task on the least loaded worker instead of its own:
+// two, so that a spawner and the first task it spawns (a pair that talks)
+// stay together, while a server's connections alternate.
+const pinnedSpread = 2
+
+// spreadTarget returns the worker a task spawned on this pinned worker
+// should start on, if not here: the least loaded of up to four others
+// (taken in turn), when this worker has at least pinnedSpread more live
+// tasks. A task stays on the worker it starts on, so this is the only
+// point at which a server's connections can spread.
+func (w *worker) spreadTarget() *worker {
+	ws := w.rt.workers
+	if len(ws) < 2 {
+		return nil
+	}
+	mine := w.load.Load()
+	var best *worker
+	least := mine - pinnedSpread + 1
+	for i := range min(len(ws)-1, 4) {
+		v := ws[(w.id+1+i)%len(ws)]
+		if l := v.load.Load(); l < least {
+			best, least = v, l
+		}
+	}
+	return best
 }
 
 // poolCoro keeps the coroutine of a finished task for the next one.
@@ -211,7 +339,7 @@ func (w *worker) runInline(c *coro) bool {
 	t := c.task
 	t.bind(nil)
 	c.yieldReason = reasonFinished
-	rt.finish(t, w)
+	w.finish(t)
 	w.tick = next
 	if t = w.nextTask(); t == nil {
 		return false
@@ -220,11 +348,27 @@ func (w *worker) runInline(c *coro) bool {
 		return false
 	}
 	w.counts.polls++
+	if w.pinned {
+		w.adopt(t)
+	}
 	t.worker = w
 	t.bind(c)
 	c.task, c.budget = t, 0
 	c.taskID.Store(t.id)
 	w.runningTask = t
+	return true
+}
+
+// pushRunnable queues t, runnable, on this worker: in the local queue, or
+// on pinned workers in the inbox if t has started, since no other worker
+// may run it (thieves do not take from a pinned worker's inbox). It reports
+// whether t went to the local queue, where a thief may take it.
+func (w *worker) pushRunnable(t *Task) bool {
+	if w.pinned && t.coro != nil {
+		_ = w.inbox.Push(t)
+		return false
+	}
+	w.pushLocal(t)
 	return true
 }
 
@@ -252,6 +396,10 @@ func (w *worker) pushLocal(t *Task) {
 // anyone: a worker that steals from a busy or stalled one takes from its
 // inbox too.
 func (w *worker) pushWoken(t *Task) {
+	if w.pinned && t.coro.owner != w {
+		w.rt.wakeOn(t.coro.owner, t) // a peer's timer, fired here
+		return
+	}
 	_ = w.inbox.Push(t)
 }
 
@@ -272,7 +420,7 @@ func (w *worker) nextTask() *Task {
 			}
 		} else if t := w.lifo.Swap(nil); t != nil {
 			// Over the bound: the LIFO task goes behind the others.
-			w.pushLocal(t)
+			w.pushRunnable(t)
 		}
 	}
 	w.lifoRuns = 0
@@ -328,7 +476,11 @@ func (w *worker) steal() *Task {
 		if v == w || v.isSearch.Load() {
 			continue
 		}
-		if n := v.local.Len() + v.inbox.Len(); n > most {
+		n := v.local.Len()
+		if !w.pinned {
+			n += v.inbox.Len()
+		}
+		if n > most {
 			victim, most = v, n
 		}
 	}
@@ -336,7 +488,17 @@ func (w *worker) steal() *Task {
 		// Nobody has a queue; a busy worker may still hold a LIFO task.
 		for _, v := range rt.workers {
 			if v != w && !v.isSearch.Load() && v.lifo.Load() != nil && v.current.Load() != nil {
-				if t := v.lifo.Swap(nil); t != nil {
+				if v.pinned {
+					// Only a task that has not started may move
+					// (runG is its coroutine's goroutine once bound; a
+					// task started since the check is sent back by
+					// runTask).
+					if t := v.lifo.Load(); t != nil && t.runG.Load() == 0 && v.lifo.CompareAndSwap(t, nil) {
+						w.stats.steals.Add(1)
+						w.stats.stolen.Add(1)
+						return t
+					}
+				} else if t := v.lifo.Swap(nil); t != nil {
 					w.stats.steals.Add(1)
 					w.stats.stolen.Add(1)
 					return t
@@ -351,9 +513,10 @@ func (w *worker) steal() *Task {
 			w.stats.stolen.Add(uint64(1 + w.local.Len()))
 			return t
 		}
-		if victim.inbox.Len() > 0 {
+		if victim.inbox.Len() > 0 && !w.pinned {
 			// The victim is busy (or stalled) with woken tasks waiting:
-			// take half of them.
+			// take half of them. (Pinned workers' inboxes hold tasks
+			// that have started, which no other worker may run.)
 			w.batch = victim.inbox.PopBatch(w.batch[:0], (victim.inbox.Len()+1)/2)
 			if n := len(w.batch); n > 0 {
 				w.stats.steals.Add(1)
@@ -400,7 +563,7 @@ func (w *worker) hasWork() bool {
 		return true
 	}
 	for _, v := range rt.workers {
-		if v != w && (v.local.Len() > 1 || v.inbox.Len() > 0) {
+		if v != w && (v.local.Len() > 1 || v.inbox.Len() > 0 && !w.pinned) {
 			return true
 		}
 	}
@@ -527,8 +690,7 @@ func (w *worker) armTimer(c *coro, at time.Duration, wk Waker) {
 // slot held moves to the queue, where another worker may steal it.
 func (w *worker) pushWakeLocal(t *Task) {
 	t.worker = w
-	if prev := w.lifo.Swap(t); prev != nil {
-		w.pushLocal(prev)
+	if prev := w.lifo.Swap(t); prev != nil && w.pushRunnable(prev) {
 		w.rt.notifyOne()
 	}
 }

@@ -13,7 +13,7 @@ import (
 // afterwards, keeping its counters in env; starting and closing it are not
 // part of any measurement.
 func withRuntime(env *Env, fn func(rt *faio.Runtime) error) error {
-	rt, err := faio.New(faio.Config{Workers: env.Workers, IOBackend: env.Backend})
+	rt, err := faio.New(faio.Config{Workers: env.Workers, IOBackend: env.Backend, PinnedWorkers: env.Pinned})
 	if err != nil {
 		return fmt.Errorf("bench: starting faio: %w", err)
 	}

@@ -62,6 +62,9 @@ func runIsolated(env *Env, id string, impl Impl) (Measurement, error) {
 		// leaves this process's runtimes.
 		args = append(args, "-backend", env.Backend.String())
 	}
+	if env.Pinned {
+		args = append(args, "-pinned")
+	}
 	cmd, err := env.start(ctx, args...)
 	if err != nil {
 		return Measurement{}, err

@@ -58,6 +58,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		Env: Env{
 			Sizes:     o.Sizes,
 			Backend:   o.Backend,
+			Pinned:    o.Pinned,
 			File:      o.File,
 			InProcess: o.Child,
 			Self:      SelfCommand,

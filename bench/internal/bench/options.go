@@ -30,6 +30,9 @@ type Options struct {
 	// faio.BackendAuto, BackendIOUring or BackendPortable. Without the
 	// flag it is what FAIO_BACKEND says, or BackendAuto.
 	Backend faio.Backend
+	// Pinned is -pinned: every faio runtime of the run has pinned workers
+	// (faio.Config.PinnedWorkers).
+	Pinned bool
 
 	// Internal flags, for the processes the program starts of itself.
 	Client   string // -client ADDR: be the W7 (W7c) client of the server at ADDR
@@ -72,6 +75,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 		backendFlag = fs.String("backend", faio.BackendAuto.String(), "faio's backend for every faio run: auto (io_uring where the kernel allows it, else portable), io_uring or portable (default: $"+EnvBackend+" if set, else auto)")
 		o           Options
 	)
+	fs.BoolVar(&o.Pinned, "pinned", false, "run faio with pinned workers (faio.Config.PinnedWorkers: a thread per worker, COOP_TASKRUN rings, tasks placed when they start)")
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
 	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")

@@ -43,6 +43,8 @@ type Result struct {
 	// faio (W9: faio-native, faio-adapter): the backend its runtime ran
 	// on, "io_uring" or "portable" (-backend); absent for goroutines.
 	Backend string `json:"backend,omitempty"`
+	// faio: the runtime had pinned workers (-pinned).
+	Pinned bool `json:"pinned,omitempty"`
 	// faio: task resumptions and successful steals of each worker, in
 	// worker order, so the balance of the run is visible.
 	Polls  []uint64 `json:"polls,omitempty"`

@@ -153,6 +153,7 @@ func (r *Runner) runOne(env Env, o Outcome, desc string) Outcome {
 		}
 	}
 	res := NewResult(o.Workload, o.Impl, o.Workers, m)
+	res.Pinned = env.Pinned && o.Workload.side(o.Impl) == Faio
 	o.Result = &res
 	fmt.Fprintln(r.Out, res.JSONLine())
 	if r.Progress {

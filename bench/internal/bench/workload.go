@@ -54,6 +54,9 @@ type Env struct {
 	// overrides it, as it does for any faio runtime: Main sets the
 	// variable to -backend, so the two agree.
 	Backend faio.Backend
+	// Pinned sets faio.Config.PinnedWorkers in every faio runtime of the
+	// run, and -pinned in the child processes that start runtimes.
+	Pinned bool
 	// InProcess is set in a child process started for an isolated
 	// workload (W6d): the workload runs here instead of starting another.
 	InProcess bool

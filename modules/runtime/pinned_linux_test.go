@@ -1,0 +1,262 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// On pinned workers a task, once started, runs on one worker and one OS
+// thread until it ends, however it is woken: by itself (Yield), by its
+// worker's timers, by a task on another worker, or by a plain goroutine.
+// Every task checks its worker and thread after each of 200 resumptions;
+// at the end every worker's count of live tasks is back to zero.
+func TestPinnedTasksStayOnTheirWorkerAndThread(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2, PinnedWorkers: true})
+	const tasks, steps = 64, 200
+	var placed [2]atomic.Int64
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		hs := make([]*JoinHandle[struct{}], tasks)
+		for i := range hs {
+			hs[i] = Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				home, tid := taskFor(ctx).worker, syscall.Gettid()
+				placed[home.id].Add(1)
+				check := func(step int, what string) error {
+					if w := taskFor(ctx).worker; w != home {
+						return fmt.Errorf("task %d, step %d (%s): resumed on worker %d, started on %d", i, step, what, w.id, home.id)
+					}
+					if got := syscall.Gettid(); got != tid {
+						return fmt.Errorf("task %d, step %d (%s): resumed on thread %d, started on %d", i, step, what, got, tid)
+					}
+					return nil
+				}
+				for s := range steps {
+					var what string
+					var err error
+					switch (i + s) % 4 {
+					case 0:
+						what, err = "yield", Yield(ctx)
+					case 1:
+						what, err = "sleep", Sleep(ctx, 50*time.Microsecond)
+					case 2:
+						// Woken by a task that may run on the
+						// other worker.
+						what = "woken by a task"
+						var b baton
+						h := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+							if err := Yield(ctx); err != nil {
+								return struct{}{}, err
+							}
+							b.signal()
+							return struct{}{}, nil
+						})
+						if err = b.wait(ctx); err == nil {
+							_, err = h.Join(ctx)
+						}
+					case 3:
+						what = "woken by a goroutine"
+						var b baton
+						go b.signal()
+						err = b.wait(ctx)
+					}
+					if err != nil {
+						return struct{}{}, fmt.Errorf("task %d, step %d (%s): %w", i, s, what, err)
+					}
+					if err := check(s, what); err != nil {
+						return struct{}{}, err
+					}
+				}
+				return struct{}{}, nil
+			})
+		}
+		var errs []error
+		for _, h := range hs {
+			_, err := h.Join(ctx)
+			errs = append(errs, err)
+		}
+		return struct{}{}, errors.Join(errs...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := placed[0].Load(), placed[1].Load()
+	t.Logf("tasks started per worker: [%d %d]", a, b)
+	if a+b != tasks || max(a, b)-min(a, b) > pinnedSpread+1 {
+		t.Errorf("tasks started per worker: [%d %d], want %d spread within %d", a, b, tasks, pinnedSpread+1)
+	}
+	for _, w := range rt.workers {
+		if n := w.load.Load(); n != 0 {
+			t.Errorf("worker %d counts %d live tasks after every task ended", w.id, n)
+		}
+	}
+}
+
+// A spawner and the first task it spawns start on the same worker, so a
+// pair that talks (W2's ping-pong) does not pay a cross-thread wake-up per
+// message; the tasks of a spawning loop alternate between the workers.
+func TestPinnedSpawnPlacement(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2, PinnedWorkers: true})
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		home := taskFor(ctx).worker
+		var b baton
+		h := Spawn(ctx, func(ctx context.Context) (*worker, error) {
+			w := taskFor(ctx).worker
+			return w, b.wait(ctx) // live until the loop below is done
+		})
+		if err := Yield(ctx); err != nil { // let it start
+			return struct{}{}, err
+		}
+		var counts [2]int
+		var hs []*JoinHandle[*worker]
+		for range 10 {
+			hs = append(hs, Spawn(ctx, func(ctx context.Context) (*worker, error) {
+				return taskFor(ctx).worker, Sleep(ctx, 20*time.Millisecond)
+			}))
+		}
+		b.signal()
+		w, err := h.Join(ctx)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if w != home {
+			return struct{}{}, fmt.Errorf("the first task spawned started on worker %d, its spawner runs on %d", w.id, home.id)
+		}
+		for _, h := range hs {
+			w, err := h.Join(ctx)
+			if err != nil {
+				return struct{}{}, err
+			}
+			counts[w.id]++
+		}
+		// The spawner and the first task lead by two: from then on the
+		// tasks alternate, starting with the other worker.
+		if other := counts[1-home.id]; other < 5 {
+			return struct{}{}, fmt.Errorf("tasks per worker %v: %d of 10 on the spawner's peer, want at least 5", counts, other)
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A task that calls runtime.Goexit on a pinned worker fails with ErrGoexit,
+// like on any worker, and takes nothing with it: a task suspended on the
+// same worker before the Goexit still resumes there, the worker still
+// runs new tasks, and Close ends the retired coroutine's goroutine too
+// (newRuntime checks that no goroutine is left).
+func TestPinnedGoexitFailsOnlyItsTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1, PinnedWorkers: true, OnTaskFailure: func(TaskFailure) {}})
+	for round := range 3 {
+		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			var b baton
+			tid := syscall.Gettid()
+			sleeper := Spawn(ctx, func(ctx context.Context) (int, error) {
+				if err := b.wait(ctx); err != nil {
+					return 0, err
+				}
+				return syscall.Gettid(), nil
+			})
+			if err := Yield(ctx); err != nil { // the sleeper suspends
+				return struct{}{}, err
+			}
+			var deferred atomic.Bool
+			h := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				defer deferred.Store(true)
+				goruntime.Goexit()
+				return struct{}{}, nil
+			})
+			if _, err := h.Join(ctx); !errors.Is(err, ErrGoexit) {
+				return struct{}{}, fmt.Errorf("round %d: Join = %v, want ErrGoexit", round, err)
+			}
+			if !deferred.Load() {
+				return struct{}{}, fmt.Errorf("round %d: the task's deferred call did not run", round)
+			}
+			b.signal()
+			got, err := sleeper.Join(ctx)
+			if err != nil {
+				return struct{}{}, err
+			}
+			if got != tid {
+				return struct{}{}, fmt.Errorf("round %d: the suspended task resumed on thread %d, the worker's is %d", round, got, tid)
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(rt.workers[0].retired); n != 3 {
+		t.Errorf("%d retired coroutines after three Goexits, want 3", n)
+	}
+}
+
+// FAIO_PINNED overrides Config.PinnedWorkers both ways; a bad value is a
+// configuration error.
+func TestPinnedFromEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env     string
+		cfg     bool
+		want    bool
+		wantErr bool
+	}{
+		{"1", false, true, false},
+		{"0", true, false, false},
+		{"", true, true, false},
+		{"yes", false, false, true},
+	} {
+		t.Run(fmt.Sprintf("%s=%q,config=%v", EnvPinned, tc.env, tc.cfg), func(t *testing.T) {
+			t.Setenv(EnvPinned, tc.env)
+			c, err := Config{PinnedWorkers: tc.cfg}.withDefaults()
+			if tc.wantErr {
+				if !errors.Is(err, ErrInvalidConfig) {
+					t.Fatalf("withDefaults: %v, want ErrInvalidConfig", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.PinnedWorkers != tc.want {
+				t.Fatalf("PinnedWorkers = %v, want %v", c.PinnedWorkers, tc.want)
+			}
+		})
+	}
+}
+
+// Many runtimes with pinned workers started and closed concurrently leave
+// no thread locked and no goroutine behind (newRuntime checks the latter).
+func TestPinnedRuntimesOpenAndClose(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				rt, err := New(Config{Workers: 2, PinnedWorkers: true})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, err = BlockOn(rt, func(ctx context.Context) (int, error) {
+					return 0, Sleep(ctx, time.Millisecond)
+				})
+				if err != nil {
+					t.Error(err)
+				}
+				if err := rt.Close(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	goleak.VerifyNone(t, ignore)
+}
