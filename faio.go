@@ -52,6 +52,10 @@ const (
 	Burst = runtime.Burst // fire the missed ticks back to back (default)
 	Delay = runtime.Delay // restart the period from the late tick
 	Skip  = runtime.Skip  // skip the missed ticks, stay on the grid
+
+	// EnvPinned is the environment variable that overrides
+	// Config.PinnedWorkers ("1" or "0").
+	EnvPinned = runtime.EnvPinned
 )
 
 // Errors of the runtime.

@@ -65,6 +65,21 @@
 // timers; with the watchdog off, timers armed while every other worker
 // sleeps wait for their own worker.
 //
+// # Pinned workers
+//
+// Config.PinnedWorkers (or FAIO_PINNED=1) locks each worker to an OS
+// thread of its own and sets its io_uring up with COOP_TASKRUN: the kernel
+// posts a completion when that thread next enters it, or wakes the thread
+// if it sleeps, rather than interrupting it. Go resumes a coroutine only on
+// the thread that created it, so on pinned workers a task runs where it
+// started until it ends: only tasks not yet started are stolen, and a
+// task woken anywhere is queued to its own worker. Spawn from a task
+// therefore places the new task: on the worker with the fewest live tasks
+// when its own has at least two more, else on its own (so a spawner and
+// the first task it spawns stay together, and a server's connections
+// alternate). It suits servers with many long-lived connections; work
+// whose tasks talk across workers pays a cross-thread wake-up per message.
+//
 // # I/O
 //
 // Submit runs an io_uring operation (an Op) on the worker of the calling

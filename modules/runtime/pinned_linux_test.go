@@ -18,17 +18,24 @@ import (
 // thread until it ends, however it is woken: by itself (Yield), by its
 // worker's timers, by a task on another worker, or by a plain goroutine.
 // Every task checks its worker and thread after each of 200 resumptions;
-// at the end every worker's count of live tasks is back to zero.
+// at the end every worker's count of live tasks is back to zero. The 64
+// tasks wait for a start signal once placed, so their placement is that of
+// a spawner on a quiet runtime (a server's accept loop): half on each
+// worker.
 func TestPinnedTasksStayOnTheirWorkerAndThread(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2, PinnedWorkers: true})
 	const tasks, steps = 64, 200
 	var placed [2]atomic.Int64
 	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
 		hs := make([]*JoinHandle[struct{}], tasks)
+		starts := make([]baton, tasks)
 		for i := range hs {
 			hs[i] = Spawn(ctx, func(ctx context.Context) (struct{}, error) {
 				home, tid := taskFor(ctx).worker, syscall.Gettid()
 				placed[home.id].Add(1)
+				if err := starts[i].wait(ctx); err != nil {
+					return struct{}{}, err
+				}
 				check := func(step int, what string) error {
 					if w := taskFor(ctx).worker; w != home {
 						return fmt.Errorf("task %d, step %d (%s): resumed on worker %d, started on %d", i, step, what, w.id, home.id)
@@ -76,6 +83,14 @@ func TestPinnedTasksStayOnTheirWorkerAndThread(t *testing.T) {
 				}
 				return struct{}{}, nil
 			})
+		}
+		for placed[0].Load()+placed[1].Load() < tasks {
+			if err := Sleep(ctx, time.Millisecond); err != nil {
+				return struct{}{}, err
+			}
+		}
+		for i := range starts {
+			starts[i].signal()
 		}
 		var errs []error
 		for _, h := range hs {

@@ -22,7 +22,7 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 	s := watchdog.Sample{Heartbeat: w.heartbeat.Load(), Parked: w.parked.Load()}
 	if c := w.current.Load(); c != nil {
 		s.Running = c
-		s.Waiting = w.local.Len() + w.inbox.Len()
+		s.Waiting = w.local.Len() + w.inbox.Len() + int(w.mineLen.Load())
 		if w.lifo.Load() != nil {
 			// A task woken by the blocked one waits in its LIFO slot.
 			s.Waiting++
@@ -43,6 +43,8 @@ func (r *watchedWorkers) Stalled(i int, running any, d time.Duration, waiting in
 	if f := r.cfg.OnStall; f != nil {
 		f(StallInfo{Worker: i, TaskID: running.(*coro).taskID.Load(), Running: d, Waiting: waiting})
 	}
+	// A pinned worker's LIFO task may be stolen only now (see steal).
+	r.workers[i].stalledOn.Store(running.(*coro))
 	for _, v := range r.workers {
 		if v.id != i && v.parked.Load() {
 			v.unpark()

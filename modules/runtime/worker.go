@@ -60,11 +60,22 @@ type worker struct {
 	pinned  bool
 	load    atomic.Int64
 	retired []*coro
-	batch   []*Task // scratch for global-queue refills and inbox drains
-	counts  localCounts
-	fireFn  func(Waker)
-	stats   workerStats
-	stopped chan struct{}
+	// mine is a pinned worker's queue of tasks that have started and are
+	// runnable (a Yield, a LIFO task pushed back): only this worker may
+	// run them, so they need neither the local queue, whose tasks may be
+	// stolen, nor the locked inbox. mineLen is its length, for the
+	// watchdog.
+	mine    taskFIFO
+	mineLen atomic.Int32
+	// stalledOn is the coroutine the watchdog last saw this worker stuck
+	// on (Config.StallThreshold): while it still runs, a thief may take
+	// a task not yet started from this pinned worker's LIFO slot.
+	stalledOn atomic.Pointer[coro]
+	batch     []*Task // scratch for global-queue refills and inbox drains
+	counts    localCounts
+	fireFn    func(Waker)
+	stats     workerStats
+	stopped   chan struct{}
 }
 
 // heartbeatTicks: every this many ticks the worker proves to the watchdog
@@ -360,16 +371,57 @@ func (w *worker) runInline(c *coro) bool {
 }
 
 // pushRunnable queues t, runnable, on this worker: in the local queue, or
-// on pinned workers in the inbox if t has started, since no other worker
-// may run it (thieves do not take from a pinned worker's inbox). It reports
-// whether t went to the local queue, where a thief may take it.
+// on pinned workers in mine if t has started, since no other worker may run
+// it. It reports whether a thief may take t now (from the local queue of a
+// worker that is not pinned), for the caller to wake one.
 func (w *worker) pushRunnable(t *Task) bool {
 	if w.pinned && t.coro != nil {
-		_ = w.inbox.Push(t)
+		w.mine.push(t)
+		w.mineLen.Store(int32(w.mine.len()))
 		return false
 	}
 	w.pushLocal(t)
-	return true
+	return !w.pinned
+}
+
+// popMine takes the next task from mine, if any.
+func (w *worker) popMine() *Task {
+	t := w.mine.pop()
+	if t != nil {
+		w.mineLen.Store(int32(w.mine.len()))
+	}
+	return t
+}
+
+// taskFIFO is a growable FIFO of tasks for one goroutine.
+type taskFIFO struct {
+	buf  []*Task
+	head int
+}
+
+func (q *taskFIFO) len() int { return len(q.buf) - q.head }
+
+func (q *taskFIFO) push(t *Task) {
+	if q.head > 0 && len(q.buf) == cap(q.buf) && q.head >= len(q.buf)/2 {
+		// Reuse the consumed front rather than grow.
+		n := copy(q.buf, q.buf[q.head:])
+		clear(q.buf[n:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	q.buf = append(q.buf, t)
+}
+
+func (q *taskFIFO) pop() *Task {
+	if q.head == len(q.buf) {
+		return nil
+	}
+	t := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
+	return t
 }
 
 // pushLocal queues t on this worker; a full queue spills half to the global
@@ -431,14 +483,25 @@ func (w *worker) nextTask() *Task {
 		}
 	}
 	// Woken tasks and the local queue take turns, so neither a burst of
-	// spawns delays the wake-ups nor a stream of wake-ups the spawns.
+	// spawns delays the wake-ups nor a stream of wake-ups the spawns; on
+	// pinned workers, tasks that yielded take turns with the local queue.
 	if w.tick&1 == 0 {
 		if t, ok := w.inbox.Pop(); ok {
 			return t
 		}
 	}
+	if w.pinned && w.tick&2 == 0 {
+		if t := w.popMine(); t != nil {
+			return t
+		}
+	}
 	if t, ok := w.local.Pop(); ok {
 		return t
+	}
+	if w.pinned {
+		if t := w.popMine(); t != nil {
+			return t
+		}
 	}
 	if t, ok := w.inbox.Pop(); ok {
 		return t
@@ -473,7 +536,7 @@ func (w *worker) steal() *Task {
 	var victim *worker
 	most := 0
 	for _, v := range rt.workers {
-		if v == w || v.isSearch.Load() {
+		if v == w || v.isSearch.Load() || v.pinned && !v.stuck() {
 			continue
 		}
 		n := v.local.Len()
@@ -489,16 +552,21 @@ func (w *worker) steal() *Task {
 		for _, v := range rt.workers {
 			if v != w && !v.isSearch.Load() && v.lifo.Load() != nil && v.current.Load() != nil {
 				if v.pinned {
-					// Only a task that has not started may move
-					// (runG is its coroutine's goroutine once bound; a
-					// task started since the check is sent back by
-					// runTask).
+					// Only from a stuck worker (see stuck), and only a
+					// task not yet started: runG is the task's
+					// coroutine's goroutine once bound (a task started
+					// since the check is sent back by runTask).
+					if !v.stuck() {
+						continue
+					}
 					if t := v.lifo.Load(); t != nil && t.runG.Load() == 0 && v.lifo.CompareAndSwap(t, nil) {
 						w.stats.steals.Add(1)
 						w.stats.stolen.Add(1)
 						return t
 					}
-				} else if t := v.lifo.Swap(nil); t != nil {
+					continue
+				}
+				if t := v.lifo.Swap(nil); t != nil {
 					w.stats.steals.Add(1)
 					w.stats.stolen.Add(1)
 					return t
@@ -537,6 +605,18 @@ func (w *worker) steal() *Task {
 	return nil
 }
 
+// stuck reports whether this pinned worker still runs the coroutine the
+// watchdog found it stuck on. Other workers take tasks from a pinned worker
+// only then, and only tasks not yet started (its local queue and LIFO
+// slot): Spawn placed those where they are, spreading them by load (see
+// spreadTarget), and a thief taking them while their worker is merely busy
+// for a moment would undo that (a spawner that never suspends would see
+// every task it spawns taken by an idle peer) and part pairs that talk.
+func (w *worker) stuck() bool {
+	c := w.current.Load()
+	return c != nil && w.stalledOn.Load() == c
+}
+
 // stopSearching leaves the searching state. A searcher that found work and
 // was the last one wakes another worker, so the pool ramps up while there
 // is work (the Go scheduler's rule for its last spinning M).
@@ -553,7 +633,7 @@ func (w *worker) stopSearching(foundWork bool) {
 // (see the statemachine package comment).
 func (w *worker) hasWork() bool {
 	rt := w.rt
-	if w.inbox.Len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil {
+	if w.inbox.Len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil || w.mine.len() > 0 {
 		return true
 	}
 	// A cancellation request for an operation on our ring is work too:
@@ -563,7 +643,9 @@ func (w *worker) hasWork() bool {
 		return true
 	}
 	for _, v := range rt.workers {
-		if v != w && (v.local.Len() > 1 || v.inbox.Len() > 0 && !w.pinned) {
+		// A pinned peer's queues are its own: the watchdog wakes a
+		// sleeper if that peer gets stuck.
+		if v != w && !w.pinned && (v.local.Len() > 1 || v.inbox.Len() > 0) {
 			return true
 		}
 	}
@@ -614,7 +696,7 @@ func (w *worker) drive() int {
 		n += w.fireTimers()
 	}
 	n += w.firePeerTimers()
-	if n > 0 && w.inbox.Len()+w.local.Len() > 1 {
+	if n > 0 && !w.pinned && w.inbox.Len()+w.local.Len() > 1 {
 		// Tasks are queued behind the one this worker runs next: tell a
 		// sleeping worker, unless somebody already searches, so that a
 		// server's connections spread over the workers instead of all

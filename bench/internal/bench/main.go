@@ -40,6 +40,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
 		return 2
 	}
+	// As with the backend: every runtime of the run, here and in the
+	// processes it starts, is pinned or not as o says.
+	pinned := "0"
+	if o.Pinned {
+		pinned = "1"
+	}
+	if err := os.Setenv(faio.EnvPinned, pinned); err != nil {
+		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
+		return 2
+	}
 	if o.Client != "" {
 		return clientMain(o, stdout, stderr)
 	}

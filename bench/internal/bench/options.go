@@ -31,7 +31,8 @@ type Options struct {
 	// flag it is what FAIO_BACKEND says, or BackendAuto.
 	Backend faio.Backend
 	// Pinned is -pinned: every faio runtime of the run has pinned workers
-	// (faio.Config.PinnedWorkers).
+	// (faio.Config.PinnedWorkers). Without the flag it is what
+	// FAIO_PINNED says ("1" or "0"), or false.
 	Pinned bool
 
 	// Internal flags, for the processes the program starts of itself.
@@ -75,7 +76,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 		backendFlag = fs.String("backend", faio.BackendAuto.String(), "faio's backend for every faio run: auto (io_uring where the kernel allows it, else portable), io_uring or portable (default: $"+EnvBackend+" if set, else auto)")
 		o           Options
 	)
-	fs.BoolVar(&o.Pinned, "pinned", false, "run faio with pinned workers (faio.Config.PinnedWorkers: a thread per worker, COOP_TASKRUN rings, tasks placed when they start)")
+	fs.BoolVar(&o.Pinned, "pinned", false, "run faio with pinned workers (faio.Config.PinnedWorkers: a thread per worker, COOP_TASKRUN rings, tasks placed when they start; default: $"+faio.EnvPinned+"=1 if set)")
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
 	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")
@@ -110,6 +111,9 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 		return Options{}, err
 	}
 	if o.Backend, err = parseBackend(fs, *backendFlag); err != nil {
+		return Options{}, err
+	}
+	if o.Pinned, err = parsePinned(fs, o.Pinned); err != nil {
 		return Options{}, err
 	}
 	switch o.HTTPClient {
@@ -185,6 +189,24 @@ func parseImpls(s string) ([]Impl, error) {
 		return []Impl{Goroutines}, nil
 	}
 	return nil, fmt.Errorf("%w: -impl wants faio, goroutines or both, got %q", ErrUsage, s)
+}
+
+// parsePinned resolves -pinned: the flag if given, else FAIO_PINNED if
+// set ("1" or "0", as the runtime reads it), else false.
+func parsePinned(fs *flag.FlagSet, flagValue bool) (bool, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "pinned" })
+	if given {
+		return flagValue, nil
+	}
+	switch v := os.Getenv(faio.EnvPinned); v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w: %s=%q, want 1 or 0", ErrUsage, faio.EnvPinned, v)
+	}
 }
 
 // parseBackend resolves -backend: the flag if given, else FAIO_BACKEND if

@@ -24,6 +24,7 @@ func ids(ws []*Workload) string {
 
 func TestParseArgsDefaults(t *testing.T) {
 	t.Setenv(EnvBackend, "")
+	t.Setenv(faio.EnvPinned, "")
 	o, err := ParseArgs(nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func TestParseArgsDefaults(t *testing.T) {
 		t.Errorf("workloads %s", got)
 	}
 	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" ||
-		o.HTTPClient != HTTPClientAuto || o.HTTPLoad != "" || o.Backend != faio.BackendAuto {
+		o.HTTPClient != HTTPClientAuto || o.HTTPLoad != "" || o.Backend != faio.BackendAuto || o.Pinned {
 		t.Errorf("defaults %+v", o)
 	}
 	if o.Sizes != FullSizes() || o.File != filepath.Join(os.TempDir(), "faio-bench-w6-1GiB.dat") {
@@ -135,6 +136,37 @@ func TestParseArgsBackendFromEnvironment(t *testing.T) {
 	}
 	if o, err := ParseArgs([]string{"-backend", "portable"}, io.Discard); err != nil || o.Backend != faio.BackendPortable {
 		t.Errorf("FAIO_BACKEND=uring -backend portable: %v, %v", o.Backend, err)
+	}
+}
+
+// -pinned, or without it FAIO_PINNED ("1" or "0"), pins the workers of
+// every faio runtime of the run; a bad FAIO_PINNED is a usage error.
+func TestParseArgsPinned(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want bool
+		err  string
+	}{
+		{"", nil, false, ""},
+		{"", []string{"-pinned"}, true, ""},
+		{"1", nil, true, ""},
+		{"0", nil, false, ""},
+		{"1", []string{"-pinned=false"}, false, ""},
+		{"0", []string{"-pinned"}, true, ""},
+		{"yes", nil, false, `FAIO_PINNED="yes", want 1 or 0`},
+	} {
+		t.Setenv(faio.EnvPinned, tc.env)
+		o, err := ParseArgs(tc.args, io.Discard)
+		if tc.err != "" {
+			if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("FAIO_PINNED=%q %q: %v, want a usage error saying %s", tc.env, tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || o.Pinned != tc.want {
+			t.Errorf("FAIO_PINNED=%q %q: Pinned %v, %v; want %v", tc.env, tc.args, o.Pinned, err, tc.want)
+		}
 	}
 }
 
