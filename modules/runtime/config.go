@@ -122,14 +122,17 @@ type Config struct {
 	//
 	// The price is placement. Go lets a coroutine be resumed only on the
 	// thread that created it, so a task that has started runs on its
-	// worker until it ends: only tasks not yet started are stolen, and a
-	// busy worker's woken tasks wait for it. To spread long-lived tasks
-	// (a server's connections), Spawn from a task starts the new task on
-	// the worker with the fewest live tasks when the spawner's worker has
-	// at least pinnedSpread more; two tasks that talk to each other may
-	// then run on different workers, and each message between them costs
-	// a cross-thread wake-up. Leave it off (the default) for work that is
-	// not I/O-bound.
+	// worker until it ends, and a busy worker's woken tasks wait for it.
+	// Tasks are spread when they are spawned instead: Spawn from a task
+	// starts the new task on the worker with the fewest live tasks when
+	// the spawner's worker has at least two more, else next on its own
+	// (so a spawner and the first task it spawns stay together, and a
+	// server's connections alternate between the workers). Workers do not
+	// steal from each other, except tasks not yet started from a worker
+	// the watchdog finds stuck (Config.StallThreshold). Two tasks that
+	// talk to each other from different workers pay a cross-thread wake-up
+	// per message, and a spawn placed on another worker costs a wake-up
+	// too: leave it off (the default) for work that is not I/O-bound.
 	//
 	// The environment variable FAIO_PINNED (1 or 0), when set, overrides
 	// it, as FAIO_BACKEND overrides IOBackend.

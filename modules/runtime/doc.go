@@ -72,13 +72,14 @@
 // posts a completion when that thread next enters it, or wakes the thread
 // if it sleeps, rather than interrupting it. Go resumes a coroutine only on
 // the thread that created it, so on pinned workers a task runs where it
-// started until it ends: only tasks not yet started are stolen, and a
-// task woken anywhere is queued to its own worker. Spawn from a task
-// therefore places the new task: on the worker with the fewest live tasks
-// when its own has at least two more, else on its own (so a spawner and
-// the first task it spawns stay together, and a server's connections
-// alternate). It suits servers with many long-lived connections; work
-// whose tasks talk across workers pays a cross-thread wake-up per message.
+// started until it ends, and a task woken anywhere is queued to its own
+// worker. Spawn from a task therefore places the new task: on the worker
+// with the fewest live tasks when its own has at least two more, else on
+// its own (so a spawner and the first task it spawns stay together, and a
+// server's connections alternate). Workers do not steal from each other,
+// except tasks not yet started from a worker the watchdog finds stuck. It
+// suits servers with many long-lived connections; work whose tasks talk
+// across workers pays a cross-thread wake-up per message.
 //
 // # I/O
 //
