@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -543,34 +544,55 @@ func TestCancelledTimerIsNoStall(t *testing.T) {
 // resumed since (it is cleared only before long work): localWorker must
 // answer with the worker that really runs the calling coroutine, or a wake
 // would push onto the other worker's own queue from a foreign thread.
+//
+// The check needs a task on worker 1 (localWorker looks at worker 0
+// first). Each attempt queues eight tasks that each compute for 2 ms, so
+// that worker 1 is woken to steal some even on a loaded machine; the tasks
+// that run on worker 1 check.
 func TestLocalWorkerIgnoresStaleCurrent(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
+	var mu sync.Mutex // one check at a time: they share worker 0's current
 	for attempt := 0; ; attempt++ {
-		if attempt == 100 {
-			t.Fatal("no task ran on worker 1 in 100 attempts")
+		if attempt == 20 {
+			t.Fatal("no task ran on worker 1 in 20 attempts")
 		}
-		got, err := BlockOn(rt, func(ctx context.Context) (int, error) {
-			h := Spawn(ctx, func(ctx context.Context) (int, error) {
-				me := taskFor(ctx)
-				if me.worker.id != 1 {
-					return -1, nil // only worker 0 is checked first: try again
+		checked, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			var hs []*JoinHandle[int]
+			for range 8 {
+				hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+					for start := time.Now(); time.Since(start) < 2*time.Millisecond; {
+					}
+					me := taskFor(ctx)
+					if me.worker.id != 1 {
+						return 0, nil
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					// Make worker 0's current name this coroutine, as
+					// if it had resumed it last and not cleared since.
+					other := rt.workers[0]
+					old := other.current.Swap(me.coro)
+					defer other.current.CompareAndSwap(me.coro, old)
+					if w := rt.localWorker(); w != me.worker {
+						return 0, fmt.Errorf("localWorker = worker %d, want %d (the one running the task)", w.id, me.worker.id)
+					}
+					return 1, nil
+				}))
+			}
+			n := 0
+			for _, h := range hs {
+				c, err := h.Join(ctx)
+				if err != nil {
+					return n, err
 				}
-				// Make worker 0's current name this coroutine, as if it
-				// had resumed it last and not cleared since.
-				other := rt.workers[0]
-				other.current.Store(me.coro)
-				defer other.current.CompareAndSwap(me.coro, nil)
-				if w := rt.localWorker(); w != me.worker {
-					return 0, fmt.Errorf("localWorker = worker %d, want %d (the one running the task)", w.id, me.worker.id)
-				}
-				return 1, nil
-			})
-			return h.Join(ctx)
+				n += c
+			}
+			return n, nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got == 1 {
+		if checked > 0 {
 			return
 		}
 	}
