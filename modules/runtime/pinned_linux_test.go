@@ -114,6 +114,56 @@ func TestPinnedTasksStayOnTheirWorkerAndThread(t *testing.T) {
 	}
 }
 
+// With more workers than spreadTarget compares at once, a spawner's tasks
+// still reach every worker: 8 workers, 64 tasks that wait once placed, and
+// every worker starts at least 4.
+func TestPinnedSpawnReachesEveryWorker(t *testing.T) {
+	const workers, tasks = 8, 64
+	rt := newRuntime(t, Config{Workers: workers, PinnedWorkers: true})
+	var started [workers]atomic.Int64
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		gates := make([]baton, tasks)
+		var hs []*JoinHandle[struct{}]
+		for i := range tasks {
+			hs = append(hs, Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				started[taskFor(ctx).worker.id].Add(1)
+				return struct{}{}, gates[i].wait(ctx)
+			}))
+		}
+		for total := int64(0); total < tasks; {
+			if err := Sleep(ctx, time.Millisecond); err != nil {
+				return struct{}{}, err
+			}
+			total = 0
+			for i := range started {
+				total += started[i].Load()
+			}
+		}
+		for i := range gates {
+			gates[i].signal()
+		}
+		for _, h := range hs {
+			if _, err := h.Join(ctx); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts [workers]int64
+	for i := range started {
+		counts[i] = started[i].Load()
+	}
+	t.Logf("tasks started per worker: %v", counts)
+	for i, n := range counts {
+		if n < 4 {
+			t.Errorf("worker %d started %d of %d tasks, want at least 4: %v", i, n, tasks, counts)
+		}
+	}
+}
+
 // A spawner and the first task it spawns start on the same worker, so a
 // pair that talks (W2's ping-pong) does not pay a cross-thread wake-up per
 // message; the tasks of a spawning loop alternate between the workers.

@@ -71,6 +71,9 @@ type worker struct {
 	// on (Config.StallThreshold): while it still runs, a thief may take
 	// a task not yet started from this pinned worker's LIFO slot.
 	stalledOn atomic.Pointer[coro]
+	// spreadFrom is where spreadTarget looks next among the other
+	// workers (owner only).
+	spreadFrom int
 	batch     []*Task // scratch for global-queue refills and inbox drains
 	counts    localCounts
 	fireFn    func(Waker)
@@ -308,12 +311,15 @@ func (w *worker) spreadTarget() *worker {
 	mine := w.load.Load()
 	var best *worker
 	least := mine - pinnedSpread + 1
-	for i := range min(len(ws)-1, 4) {
-		v := ws[(w.id+1+i)%len(ws)]
+	others := len(ws) - 1
+	n := min(others, 4)
+	for i := range n {
+		v := ws[(w.id+1+(w.spreadFrom+i)%others)%len(ws)]
 		if l := v.load.Load(); l < least {
 			best, least = v, l
 		}
 	}
+	w.spreadFrom = (w.spreadFrom + n) % others
 	return best
 }
 
