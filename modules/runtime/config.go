@@ -124,12 +124,13 @@ type Config struct {
 	// thread that created it, so a task that has started runs on its
 	// worker until it ends, and a busy worker's woken tasks wait for it.
 	// Tasks are spread when they are spawned instead: Spawn from a task
-	// starts the new task on the worker with the fewest live tasks when
-	// the spawner's worker has at least two more, else next on its own
-	// (so a spawner and the first task it spawns stay together, and a
-	// server's connections alternate between the workers). Workers do not
-	// steal from each other, except tasks not yet started from a worker
-	// the watchdog finds stuck (Config.StallThreshold). Two tasks that
+	// starts the new task on the least loaded (in live tasks) of up to
+	// four other workers when the spawner's worker has at least two more,
+	// else next on its own (so a spawner and the first task it spawns stay
+	// together, and a server's connections alternate between the
+	// workers). Workers do not steal from each other, except tasks not yet
+	// started from a worker the watchdog finds stuck (Config.StallThreshold),
+	// on which nothing is placed while it stays stuck. Two tasks that
 	// talk to each other from different workers pay a cross-thread wake-up
 	// per message, and a spawn placed on another worker costs a wake-up
 	// too: leave it off (the default) for work that is not I/O-bound.

@@ -105,36 +105,46 @@ func (e *PanicError) Unwrap() error {
 func (t *Task) execute() {
 	c := t.coro
 	setProfLabel(t.labels)
-	crash, pinned := t.rt.cfg.PanicPolicy == PanicCrash, c.owner.pinned
-	if crash && !pinned {
+	if !c.owner.pinned {
+		t.run(c)
+		return
+	}
+	// On a pinned worker a runtime.Goexit must not reach the worker (see
+	// retire). A Goexit is what leaves run without returning: run
+	// recovers panics itself, even one raised by a deferred call while
+	// a Goexit is under way (after which the Goexit resumes). With
+	// PanicCrash it does not, so a panic passes here too: it is passed on.
+	exited := true
+	defer func() {
+		if !exited {
+			return
+		}
+		if t.rt.cfg.PanicPolicy == PanicCrash {
+			if r := recover(); r != nil {
+				panic(r)
+			}
+		}
+		c.retire(t)
+	}()
+	t.run(c)
+	exited = false
+}
+
+// run runs the task's function and notes that it is done. A panic fails the
+// task with a *PanicError, unless the policy is PanicCrash.
+func (t *Task) run(c *coro) {
+	if t.rt.cfg.PanicPolicy == PanicCrash {
 		t.body.run(t)
 		c.yieldReason = reasonDone
 		return
 	}
-	returned := false
 	defer func() {
-		if returned {
-			return
-		}
-		r := recover()
-		switch {
-		case r == nil && pinned:
-			// runtime.Goexit (a panic, even panic(nil), recovers
-			// non-nil): see retire.
-			c.retire(t)
-		case r == nil:
-			// runtime.Goexit: the worker's onExit fails the task.
-			c.yieldReason = reasonDone
-		case crash:
-			panic(r)
-		default:
+		if r := recover(); r != nil {
 			t.body.fail(&PanicError{Value: r, Stack: debug.Stack()})
-			c.yieldReason = reasonDone
 		}
+		c.yieldReason = reasonDone
 	}()
 	t.body.run(t)
-	returned = true
-	c.yieldReason = reasonDone
 }
 
 // retire is called on a pinned worker by a task whose function called

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/faio-go/faio/modules/driver"
 	"github.com/faio-go/faio/modules/uring"
@@ -29,9 +30,10 @@ func newRing(w *worker) (engine, error) {
 		Failed:        w.rt.reportIOError,
 	}
 	r, err := driver.NewRing(cfg)
-	if err != nil && flags != 0 {
-		// A kernel older than 5.19 refuses the flags; a pinned worker
-		// runs as well without them, its ring signalling its eventfd.
+	if err != nil && flags != 0 && errors.Is(err, syscall.EINVAL) {
+		// A kernel older than 5.19 does not know the flags (EINVAL); a
+		// pinned worker runs as well without them, its ring signalling
+		// its eventfd. Other errors are the ring's own, reported as is.
 		cfg.Flags = 0
 		r, err = driver.NewRing(cfg)
 	}

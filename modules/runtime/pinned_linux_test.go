@@ -264,6 +264,119 @@ func TestPinnedGoexitFailsOnlyItsTask(t *testing.T) {
 	}
 }
 
+// A deferred call that panics while a Goexit unwinds the task is
+// recovered, and the Goexit then goes on: the task still fails with
+// ErrGoexit and the pinned worker still runs (it used to end the process:
+// the Goexit reached the worker's goroutine).
+func TestPinnedGoexitWithPanickingDefer(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1, PinnedWorkers: true, OnTaskFailure: func(TaskFailure) {}})
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		h := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			defer func() { panic("a deferred call panics during Goexit") }()
+			goruntime.Goexit()
+			return struct{}{}, nil
+		})
+		if _, err := h.Join(ctx); !errors.Is(err, ErrGoexit) {
+			return struct{}{}, fmt.Errorf("Join = %v, want ErrGoexit", err)
+		}
+		if err := Sleep(ctx, time.Millisecond); err != nil { // the worker still runs
+			return struct{}{}, err
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Tasks spawned while a pinned worker is stuck in one task (plain Go
+// computing, here) do not wait for it: once the watchdog has seen the
+// stall, Spawn places nothing there, and what it placed there before is
+// taken by the other worker. A hog computes for 1 s on one worker while a
+// task on the other spawns eight tasks; all eight start within 500 ms.
+func TestPinnedSpawnsAvoidAStuckWorker(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2, PinnedWorkers: true, StallThreshold: 5 * time.Millisecond})
+	const hog = time.Second
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		var hogging atomic.Bool
+		var hogWorker atomic.Int64
+		// The root's first task stays with it; the second goes to the
+		// other worker (see spreadTarget).
+		hogH := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			hogWorker.Store(int64(taskFor(ctx).worker.id))
+			hogging.Store(true)
+			for start := time.Now(); time.Since(start) < hog; {
+			}
+			return struct{}{}, nil
+		})
+		spawner := Spawn(ctx, func(ctx context.Context) ([]time.Duration, error) {
+			for !hogging.Load() {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return nil, err
+				}
+			}
+			if int64(taskFor(ctx).worker.id) == hogWorker.Load() {
+				return nil, errors.New("the spawner runs on the hog's worker")
+			}
+			// The tasks stay alive until all have started, so this
+			// worker's load grows and Spawn looks at the other.
+			start := time.Now()
+			lat := make([]time.Duration, 8)
+			gates := make([]baton, len(lat))
+			var started atomic.Int64
+			var hs []*JoinHandle[struct{}]
+			for i := range lat {
+				hs = append(hs, Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+					lat[i] = time.Since(start)
+					started.Add(1)
+					return struct{}{}, gates[i].wait(ctx)
+				}))
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return nil, err
+				}
+			}
+			for started.Load() < int64(len(lat)) {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return nil, err
+				}
+			}
+			for i := range gates {
+				gates[i].signal()
+			}
+			for _, h := range hs {
+				if _, err := h.Join(ctx); err != nil {
+					return nil, err
+				}
+			}
+			return lat, nil
+		})
+		lat, err := spawner.Join(ctx)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if _, err := hogH.Join(ctx); err != nil {
+			return struct{}{}, err
+		}
+		t.Logf("start latencies %v, stalls %d", lat, rt.Stats().Stalls)
+		// The hog is over: no worker passes for stuck any more (the
+		// mark is cleared when its worker resumes a task).
+		for _, w := range rt.workers {
+			if w.stuck() {
+				return struct{}{}, fmt.Errorf("worker %d still counts as stuck after the hog ended", w.id)
+			}
+		}
+		for i, d := range lat {
+			if d > hog/2 {
+				return struct{}{}, fmt.Errorf("task %d started %v after its spawn, behind the hog: %v", i, d, lat)
+			}
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // FAIO_PINNED overrides Config.PinnedWorkers both ways; a bad value is a
 // configuration error.
 func TestPinnedFromEnvironment(t *testing.T) {

@@ -126,6 +126,9 @@ func (rt *Runtime) newWorker(id int) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{id: id, rt: rt, local: local, inbox: ringq.NewGlobalQueue[*Task](), wheel: wheel, stopped: make(chan struct{}), pinned: rt.cfg.PinnedWorkers}
+	if w.pinned {
+		w.placed = ringq.NewGlobalQueue[*Task]()
+	}
 	w.fireFn = w.fireTimer
 	w.io, err = newEngine(w, rt.backend)
 	if err != nil {
@@ -178,6 +181,18 @@ func (rt *Runtime) enqueue(t *Task) {
 		w = t.coro.owner
 	}
 	rt.wakeOn(w, t)
+}
+
+// placeOn queues t, a task spawned on another pinned worker, on w (see
+// worker.spreadTarget), and wakes w if it sleeps.
+func (rt *Runtime) placeOn(w *worker, t *Task) {
+	t.worker = w
+	w.load.Add(1)
+	_ = w.placed.Push(t)
+	// The same pairing with park as wakeOn's (hasWork checks placed).
+	if w.parked.Load() {
+		w.unpark()
+	}
 }
 
 // wakeOn queues t, runnable, in w's inbox, and wakes w if it sleeps. If w

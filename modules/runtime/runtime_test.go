@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,10 +30,29 @@ func newRuntime(t testing.TB, cfg Config) *Runtime {
 			t.Errorf("Close: %v", err)
 		}
 		if tt, ok := t.(*testing.T); ok {
+			awaitRetiredStopped()
 			goleak.VerifyNone(tt, ignore)
 		}
 	})
 	return rt
+}
+
+// awaitRetiredStopped waits (up to 5 s) until no goroutine is still
+// stopping the coroutines that tasks retired by calling runtime.Goexit on a
+// pinned worker (see worker.unpinAtShutdown). Close returns once that
+// goroutine has signed off, the last thing it does before it ends, but it
+// does so inside one nested Goexit per retired coroutine: a goroutine
+// caught in that instant shows a stack goleak cannot parse when it has more
+// than 100 frames ("...N frames elided...").
+func awaitRetiredStopped() {
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		n := goruntime.Stack(buf, true)
+		if !bytes.Contains(buf[:n], []byte("runtime.stopRetired(")) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // skipIfPinned skips a test of how started tasks move between workers when

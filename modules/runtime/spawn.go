@@ -89,9 +89,12 @@ func (h *JoinHandle[T]) ID() uint64 { return h.task.id }
 // Called by the task itself, the new task runs next on its worker (the
 // LIFO slot, as in tokio; the task it displaces moves to the local queue and
 // at most one sleeping worker is woken to steal it); from other goroutines
-// it goes to the global queue. Spawn never blocks, but like any operation
-// that completes at once it charges the caller's coop budget (see Consume),
-// so a task spawning in a loop yields to its children now and then.
+// it goes to the global queue. On pinned workers (Config.PinnedWorkers) the
+// new task may start on a less loaded worker instead, and a displaced task
+// that has started stays on its worker. Spawn never blocks, but like any
+// operation that completes at once it charges the caller's coop budget
+// (see Consume), so a task spawning in a loop yields to its children now
+// and then.
 //
 // When ctx carries no faio task, or the runtime is closed, Spawn returns a
 // handle whose Join fails with ErrNoRuntime or ErrClosed.
@@ -113,9 +116,7 @@ func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *Joi
 			if tw := w.spreadTarget(); tw != nil {
 				// A task stays on the worker it starts on: start
 				// it on the least loaded one (Config.PinnedWorkers).
-				h.task.worker = tw
-				tw.load.Add(1)
-				rt.wakeOn(tw, &h.task)
+				rt.placeOn(tw, &h.task)
 				chargeSpawn(cur)
 				return h
 			}

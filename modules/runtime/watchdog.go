@@ -22,7 +22,10 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 	s := watchdog.Sample{Heartbeat: w.heartbeat.Load(), Parked: w.parked.Load()}
 	if c := w.current.Load(); c != nil {
 		s.Running = c
-		s.Waiting = w.local.Len() + w.inbox.Len() + int(w.mineLen.Load())
+		s.Waiting = w.local.Len() + w.inbox.Len()
+		if w.pinned {
+			s.Waiting += int(w.mineLen.Load()) + w.placed.Len()
+		}
 		if w.lifo.Load() != nil {
 			// A task woken by the blocked one waits in its LIFO slot.
 			s.Waiting++

@@ -67,18 +67,23 @@ type worker struct {
 	// watchdog.
 	mine    taskFIFO
 	mineLen atomic.Int32
+	// placed holds the fresh tasks Spawn placed on this pinned worker from
+	// other workers (see spreadTarget); nil on other workers.
+	placed *ringq.GlobalQueue[*Task]
 	// stalledOn is the coroutine the watchdog last saw this worker stuck
-	// on (Config.StallThreshold): while it still runs, a thief may take
-	// a task not yet started from this pinned worker's LIFO slot.
+	// on (Config.StallThreshold), cleared at the next resumption: while
+	// it is set, thieves may take tasks not yet started from this pinned
+	// worker (its LIFO slot, local queue and placed), and Spawn places
+	// nothing here.
 	stalledOn atomic.Pointer[coro]
 	// spreadFrom is where spreadTarget looks next among the other
 	// workers (owner only).
 	spreadFrom int
-	batch     []*Task // scratch for global-queue refills and inbox drains
-	counts    localCounts
-	fireFn    func(Waker)
-	stats     workerStats
-	stopped   chan struct{}
+	batch      []*Task // scratch for global-queue refills and inbox drains
+	counts     localCounts
+	fireFn     func(Waker)
+	stats      workerStats
+	stopped    chan struct{}
 }
 
 // heartbeatTicks: every this many ticks the worker proves to the watchdog
@@ -245,6 +250,9 @@ func (w *worker) runTask(t *Task) {
 	}
 	c.budget = 0
 	w.runningTask = t
+	if w.pinned && w.stalledOn.Load() != nil {
+		w.stalledOn.Store(nil)
+	}
 	w.current.Store(c)
 	c.next()
 	t = c.task // runInline may have run others after t
@@ -300,8 +308,8 @@ const pinnedSpread = 2
 
 // spreadTarget returns the worker a task spawned on this pinned worker
 // should start on, if not here: the least loaded of up to four others
-// (taken in turn), when this worker has at least pinnedSpread more live
-// tasks. A task stays on the worker it starts on, so this is the only
+// (a rotating four) that is not stuck, when this worker has at least
+// pinnedSpread more live tasks. A task stays on the worker it starts on, so this is the only
 // point at which a server's connections can spread.
 func (w *worker) spreadTarget() *worker {
 	ws := w.rt.workers
@@ -315,7 +323,7 @@ func (w *worker) spreadTarget() *worker {
 	n := min(others, 4)
 	for i := range n {
 		v := ws[(w.id+1+(w.spreadFrom+i)%others)%len(ws)]
-		if l := v.load.Load(); l < least {
+		if l := v.load.Load(); l < least && !v.stuck() {
 			best, least = v, l
 		}
 	}
@@ -367,6 +375,9 @@ func (w *worker) runInline(c *coro) bool {
 	w.counts.polls++
 	if w.pinned {
 		w.adopt(t)
+		if w.stalledOn.Load() != nil {
+			w.stalledOn.Store(nil)
+		}
 	}
 	t.worker = w
 	t.bind(c)
@@ -505,6 +516,9 @@ func (w *worker) nextTask() *Task {
 		return t
 	}
 	if w.pinned {
+		if t, ok := w.placed.Pop(); ok {
+			return t
+		}
 		if t := w.popMine(); t != nil {
 			return t
 		}
@@ -546,7 +560,9 @@ func (w *worker) steal() *Task {
 			continue
 		}
 		n := v.local.Len()
-		if !w.pinned {
+		if v.pinned {
+			n += v.placed.Len()
+		} else {
 			n += v.inbox.Len()
 		}
 		if n > most {
@@ -587,11 +603,16 @@ func (w *worker) steal() *Task {
 			w.stats.stolen.Add(uint64(1 + w.local.Len()))
 			return t
 		}
-		if victim.inbox.Len() > 0 && !w.pinned {
-			// The victim is busy (or stalled) with woken tasks waiting:
-			// take half of them. (Pinned workers' inboxes hold tasks
-			// that have started, which no other worker may run.)
-			w.batch = victim.inbox.PopBatch(w.batch[:0], (victim.inbox.Len()+1)/2)
+		// The victim is busy (or stalled) with woken tasks waiting: take
+		// half of them. A pinned worker's inbox holds tasks that have
+		// started, which no other worker may run; the tasks Spawn placed
+		// on it have not.
+		from := victim.inbox
+		if victim.pinned {
+			from = victim.placed
+		}
+		if from.Len() > 0 {
+			w.batch = from.PopBatch(w.batch[:0], (from.Len()+1)/2)
 			if n := len(w.batch); n > 0 {
 				w.stats.steals.Add(1)
 				w.stats.stolen.Add(uint64(n))
@@ -639,7 +660,7 @@ func (w *worker) stopSearching(foundWork bool) {
 // (see the statemachine package comment).
 func (w *worker) hasWork() bool {
 	rt := w.rt
-	if w.inbox.Len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil || w.mine.len() > 0 {
+	if w.inbox.Len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil || w.pinned && (w.mine.len() > 0 || w.placed.Len() > 0) {
 		return true
 	}
 	// A cancellation request for an operation on our ring is work too:
@@ -775,7 +796,8 @@ func (w *worker) armTimer(c *coro, at time.Duration, wk Waker) {
 // the task it is resuming), in the LIFO slot: it runs as soon as the waker
 // suspends, on this worker, with no cross-thread wake-up. This is what makes
 // a ping-pong between two tasks cost two coroutine switches. The task the
-// slot held moves to the queue, where another worker may steal it.
+// slot held moves to the queue, where another worker may steal it (on a
+// pinned worker: to mine if it has started, see pushRunnable).
 func (w *worker) pushWakeLocal(t *Task) {
 	t.worker = w
 	if prev := w.lifo.Swap(t); prev != nil && w.pushRunnable(prev) {
