@@ -38,12 +38,20 @@ type RingConfig[T any] struct {
 	SubmitBatch int // prepared entries that make Start submit at once
 	Worker      int // the owning worker's index, for errors
 	// Flags are io_uring setup flags (uring.Setup*). With
-	// SetupCoopTaskrun or SetupDeferTaskrun the ring must be created, and
-	// every method but Wake and Cancel called, on one OS thread for its
-	// whole life (runtime.LockOSThread): completions are posted by that
-	// thread when it next enters the kernel. Add SetupTaskrunFlag so that
-	// Reap sees when to enter. SetupIOPoll is refused: a worker's ring
-	// must be able to wait for its wake-up.
+	// SetupDeferTaskrun or SetupSingleIssuer the ring must be attached
+	// (Attach), and every method but Wake and Cancel called, on one OS
+	// thread for its whole life (runtime.LockOSThread): completions are
+	// posted by that thread only, when it waits in the kernel for them.
+	// SetupCoopTaskrun needs no such thread: the completion of an
+	// operation is posted by the thread that submitted it, at once if
+	// that thread sleeps (the kernel wakes it), else when it next enters
+	// the kernel, rather than by interrupting it; a worker goroutine that
+	// has moved to another thread still sees it then. A Go thread that
+	// computes without system calls is preempted within about 10 ms,
+	// which posts it (TestRingCoopTaskrunAcrossThreads measures 8-12 ms
+	// there, and microseconds when the submitter sleeps). Add SetupTaskrunFlag so that Reap
+	// sees when to enter. SetupIOPoll is refused: a worker's ring must be
+	// able to wait for its wake-up.
 	Flags uint32
 	// SQPollIdle, if positive, sets the ring up with a kernel thread that
 	// takes what Start prepares without a system call
@@ -97,7 +105,7 @@ const retryAfter = time.Millisecond
 // Wake and Cancel belongs to the owning worker's goroutine.
 //
 // How the worker sleeps depends on the ring. A ring not tied to a thread
-// (no COOP_TASKRUN, DEFER_TASKRUN or SINGLE_ISSUER) parks its worker in
+// (no DEFER_TASKRUN or SINGLE_ISSUER; COOP_TASKRUN is fine) parks its worker in
 // Go's netpoller: its eventfd is registered with the ring, which signals
 // it for every completion it posts, and with the netpoller, and Wait reads
 // it. The worker goroutine then holds neither a
@@ -241,7 +249,7 @@ func (r *Ring[T]) pollEventfd() error {
 
 // threadBound reports whether the ring's setup flags tie it to one thread.
 func (r *Ring[T]) threadBound() bool {
-	return r.cfg.Flags&(uring.SetupCoopTaskrun|uring.SetupDeferTaskrun|uring.SetupSingleIssuer) != 0
+	return r.cfg.Flags&(uring.SetupDeferTaskrun|uring.SetupSingleIssuer) != 0
 }
 
 // arm submits the eventfd read that Wake completes.

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -459,11 +460,12 @@ func TestNewRingRefused(t *testing.T) {
 	}
 }
 
-// A ring set up with COOP_TASKRUN or SINGLE_ISSUER|DEFER_TASKRUN belongs to
-// the thread that attaches it: on that locked thread, completions arrive
-// (the taskrun flag makes Reap enter the kernel for them), a Wake from
-// another goroutine ends Wait, including one sent before Attach, and
-// nothing is submitted before Attach.
+// A ring set up with SINGLE_ISSUER|DEFER_TASKRUN belongs to the thread
+// that attaches it: on that locked thread, completions arrive (the taskrun
+// flag makes Reap enter the kernel for them), a Wake from another goroutine
+// ends Wait, including one sent before Attach, and nothing is submitted
+// before Attach. A COOP_TASKRUN ring is not tied to a thread, and passes
+// the same round (Attach does nothing for it).
 func TestRingThreadBound(t *testing.T) {
 	for _, flags := range []uint32{
 		uring.SetupCoopTaskrun | uring.SetupTaskrunFlag,
@@ -478,6 +480,71 @@ func TestRingThreadBound(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Fatalf("flags %#x: %v", flags, err)
 		}
+	}
+}
+
+// A COOP_TASKRUN ring's completion is posted by the thread that submitted
+// the operation, not by the one that waits for it, and without an
+// interrupt: it must still reach a worker that has moved to another thread,
+// whether the submitting thread sleeps (the kernel wakes it) or computes in
+// user space without a system call (it posts when Go preempts it, within
+// about 10 ms).
+func TestRingCoopTaskrunAcrossThreads(t *testing.T) {
+	for _, submitter := range []string{"sleeps", "computes"} {
+		t.Run("submitter "+submitter, func(t *testing.T) {
+			var dones []done
+			r, err := NewRing(RingConfig[string]{Entries: 8, SubmitBatch: 1,
+				Flags: uring.SetupCoopTaskrun | uring.SetupTaskrunFlag,
+				Done: func(owner string, gen uint64, res Result) bool {
+					dones = append(dones, done{owner, gen, res})
+					return true
+				}})
+			if err != nil {
+				t.Skipf("io_uring with COOP_TASKRUN unavailable: %v", err)
+			}
+			defer r.Close()
+			defer r.Quiesce()
+			fds := socketpair(t)
+			op := &recvOp{fd: fds[0], buf: make([]byte, 4)}
+			submitted, release := make(chan struct{}), make(chan struct{})
+			var stopSpin atomic.Bool
+			go func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				r.Start(op, "reader", 1) // submitted from this thread
+				close(submitted)
+				if submitter == "computes" {
+					x := 0
+					for !stopSpin.Load() {
+						x++
+					}
+					_ = x
+				}
+				<-release
+			}()
+			<-submitted
+			defer close(release)
+			defer stopSpin.Store(true)
+			waited := make(chan time.Duration, 1)
+			go func() {
+				runtime.LockOSThread() // another thread waits and reaps
+				defer runtime.UnlockOSThread()
+				unix.Write(fds[1], []byte("ok"))
+				start := time.Now()
+				for len(dones) == 0 && time.Since(start) < 5*time.Second {
+					r.Wait(100 * time.Millisecond)
+				}
+				waited <- time.Since(start)
+			}()
+			d := <-waited
+			if len(dones) != 1 || dones[0].owner != "reader" || dones[0].r.Res != 2 {
+				t.Fatalf("completions %+v after %v, want the reader's 2 bytes", dones, d)
+			}
+			t.Logf("the completion reached the other thread after %v", d)
+			if d > 500*time.Millisecond {
+				t.Fatalf("the completion took %v to reach the waiting thread", d)
+			}
+		})
 	}
 }
 

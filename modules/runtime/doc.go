@@ -48,7 +48,10 @@
 // worker's queue, else drive its ring and timers, else sleep until a
 // wake-up, a completion or its next timer. On io_uring a worker sleeps in
 // Go's netpoller, on an eventfd its ring signals for completions, so
-// a sleeping worker holds no P and no thread (see driver.Ring); on the
+// a sleeping worker holds no P and no thread (see driver.Ring). Its ring is
+// set up with COOP_TASKRUN: a completion is posted by the thread that
+// submitted the operation when that thread next enters the kernel (or at
+// once if it sleeps), never by interrupting it; on the
 // portable backend it sleeps on Go primitives. At most
 // half of the workers search for work at once and a sleeper is woken only
 // when nobody searches (package statemachine states the protocol that
@@ -68,18 +71,18 @@
 // # Pinned workers
 //
 // Config.PinnedWorkers (or FAIO_PINNED=1) locks each worker to an OS
-// thread of its own and sets its io_uring up with COOP_TASKRUN: the kernel
-// posts a completion when that thread next enters it, or wakes the thread
-// if it sleeps, rather than interrupting it. Go resumes a coroutine only on
-// the thread that created it, so on pinned workers a task runs where it
-// started until it ends, and a task woken anywhere is queued to its own
-// worker. Spawn from a task therefore places the new task: on the worker
-// with the fewest live tasks when its own has at least two more, else on
-// its own (so a spawner and the first task it spawns stay together, and a
-// server's connections alternate). Workers do not steal from each other,
-// except tasks not yet started from a worker the watchdog finds stuck. It
-// suits servers with many long-lived connections; work whose tasks talk
-// across workers pays a cross-thread wake-up per message.
+// thread of its own, so a task's thread never changes and a ring's
+// completions are posted by the thread that waits for them. Go resumes a
+// coroutine only on the thread that created it, so on pinned workers a
+// task runs where it started until it ends, and a task woken anywhere is
+// queued to its own worker. Spawn from a task therefore places the new
+// task: on the worker with the fewest live tasks when its own has at least
+// two more, else on its own (so a spawner and the first task it spawns
+// stay together, and a server's connections alternate). Workers do not
+// steal from each other, except tasks not yet started from a worker the
+// watchdog finds stuck. Work whose tasks talk across workers pays a
+// cross-thread wake-up per message; the default, which moves tasks
+// freely, is as fast on a server and faster elsewhere.
 //
 // # I/O
 //
