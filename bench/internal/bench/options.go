@@ -76,7 +76,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 		backendFlag = fs.String("backend", faio.BackendAuto.String(), "faio's backend for every faio run: auto (io_uring where the kernel allows it, else portable), io_uring or portable (default: $"+EnvBackend+" if set, else auto)")
 		o           Options
 	)
-	fs.BoolVar(&o.Pinned, "pinned", false, "run faio with pinned workers (faio.Config.PinnedWorkers: a thread per worker, COOP_TASKRUN rings, tasks placed when they start; default: $"+faio.EnvPinned+"=1 if set)")
+	fs.BoolVar(&o.Pinned, "pinned", false, "run faio with pinned workers (faio.Config.PinnedWorkers: a thread per worker, tasks placed when spawned and never moved; default: $"+faio.EnvPinned+"=1 if set)")
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
 	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")
