@@ -119,8 +119,8 @@ type Config struct {
 	// up with COOP_TASKRUN, which posts them from the submitting thread),
 	// and a task's thread never changes, for code that cares (thread-local
 	// state of a C library, CPU affinity set by the program). On this
-	// project's W7 echo it is as fast as the default (1.09x against 1.07x
-	// of Go's net, same runs), and slower elsewhere (see README).
+	// project's W7 echo it is about as fast as the default (1.06x against
+	// 1.09x of Go's net, same runs), and slower elsewhere (see README).
 	//
 	// The price is placement. Go lets a coroutine be resumed only on the
 	// thread that created it, so a task that has started runs on its

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"syscall"
 
 	"github.com/faio-go/faio/modules/driver"
@@ -35,32 +34,12 @@ func newRing(w *worker) (engine, error) {
 		Failed:        w.rt.reportIOError,
 	}
 	r, err := driver.NewRing(cfg)
-	if err != nil && flags != 0 && errors.Is(err, syscall.EINVAL) {
+	if err != nil && errors.Is(err, syscall.EINVAL) {
 		// A kernel older than 5.19 does not know the flags (EINVAL); a
-		// pinned worker runs as well without them, its ring signalling
-		// its eventfd. Other errors are the ring's own, reported as is.
+		// worker runs as well without them, its ring interrupting the
+		// submitting thread. Other errors are the ring's own.
 		cfg.Flags = 0
 		r, err = driver.NewRing(cfg)
 	}
 	return r, err
-}
-
-// attachRing attaches pinned worker w's ring to the thread w.pin just
-// locked (driver.Ring.Attach); the portable backend has nothing to attach.
-func attachRing(w *worker) {
-	r, ok := w.io.(*driver.Ring[*Task])
-	if !ok {
-		return
-	}
-	if err := r.Attach(); err != nil {
-		// The ring was created and checked by New; attaching it
-		// enables it and arms its wake-up, which fails only if its
-		// descriptor was closed behind the runtime's back: stop as
-		// Wait would then, with a *driver.RingError.
-		var re *driver.RingError
-		if errors.As(err, &re) {
-			panic(re)
-		}
-		panic(fmt.Sprintf("faio/runtime: worker %d cannot attach its ring to its thread: %v", w.id, err))
-	}
 }

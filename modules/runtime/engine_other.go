@@ -9,7 +9,3 @@ import "github.com/faio-go/faio/modules/driver"
 const autoBackend = BackendPortable
 
 func newRing(*worker) (engine, error) { return nil, driver.ErrNoIOUring }
-
-// attachRing does nothing: outside Linux a worker runs on the portable
-// backend, whose driver is not tied to a thread.
-func attachRing(*worker) {}

@@ -46,7 +46,8 @@ func (r *watchedWorkers) Stalled(i int, running any, d time.Duration, waiting in
 	if f := r.cfg.OnStall; f != nil {
 		f(StallInfo{Worker: i, TaskID: running.(*coro).taskID.Load(), Running: d, Waiting: waiting})
 	}
-	// A pinned worker's LIFO task may be stolen only now (see steal).
+	// Thieves may now take the tasks not yet started from a pinned
+	// worker (see worker.stuck).
 	r.workers[i].stalledOn.Store(running.(*coro))
 	for _, v := range r.workers {
 		if v.id != i && v.parked.Load() {

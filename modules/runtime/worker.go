@@ -104,7 +104,8 @@ func (w *worker) loop() {
 	rt := w.rt
 	w.loopG.Store(getg())
 	if w.pinned {
-		w.pin()
+		// For good: the thread ends with the goroutine, at shutdown.
+		goruntime.LockOSThread()
 		defer w.unpinAtShutdown()
 	}
 	for !rt.shutdown.Load() {
@@ -142,18 +143,9 @@ func (w *worker) loop() {
 	}
 }
 
-// pin locks the worker's goroutine to its thread for good and attaches the
-// worker's ring to it (Config.PinnedWorkers): the thread ends with the
-// goroutine, at shutdown.
-func (w *worker) pin() {
-	goruntime.LockOSThread()
-	attachRing(w)
-}
-
 // unpinAtShutdown ends a pinned worker, on its thread, which alone may
-// switch to its coroutines and enter its ring: it stops its idle
-// coroutines, takes its ring's pending wake-up back (Quiesce), and stops
-// last the coroutines of tasks that called runtime.Goexit. Stopping one of
+// switch to its coroutines: it stops its idle coroutines, and last the
+// coroutines of tasks that called runtime.Goexit. Stopping one of
 // those lets its Goexit finish, which iter.Pull passes on to this
 // goroutine: each is therefore stopped from a deferred call of the stop
 // before it (stopRetired), and the goroutine ends as Goexit ends it.
@@ -166,7 +158,6 @@ func (w *worker) unpinAtShutdown() {
 		c.stop()
 	}
 	w.coros = nil
-	w.io.Quiesce()
 	retired := w.retired
 	w.retired = nil
 	stopRetired(retired)
@@ -309,8 +300,8 @@ const pinnedSpread = 2
 // spreadTarget returns the worker a task spawned on this pinned worker
 // should start on, if not here: the least loaded of up to four others
 // (a rotating four) that is not stuck, when this worker has at least
-// pinnedSpread more live tasks. A task stays on the worker it starts on, so this is the only
-// point at which a server's connections can spread.
+// pinnedSpread more live tasks. A task stays on the worker it starts on,
+// so this is the only point at which a server's connections can spread.
 func (w *worker) spreadTarget() *worker {
 	ws := w.rt.workers
 	if len(ws) < 2 {
