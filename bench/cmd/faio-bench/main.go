@@ -11,8 +11,8 @@
 //	go run ./bench/cmd/faio-bench -w W9 -http-client wrk  # the HTTP servers under wrk
 //	go run ./bench/cmd/faio-bench -quick -backend portable  # faio without io_uring
 //
-// Flags: -w, -workers, -impl, -backend, -json-only, -quick, -file,
-// -http-client; see -h. The exit code is 1 when a run fails or its result does not validate.
+// Flags: -w, -workers, -impl, -backend, -pinned, -cpuprofile, -json-only,
+// -quick, -file, -http-client; see -h. The exit code is 1 when a run fails or its result does not validate.
 package main
 
 import (

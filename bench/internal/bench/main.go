@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	goruntime "runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/faio-go/faio"
@@ -83,11 +84,43 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		r.Timeout = quickRunTimeout
 	}
 	r.OnTimeout = exitOnTimeout(stderr, r.Timeout)
+	stop, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
+		return 2
+	}
 	outcomes := r.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
+		return 1
+	}
 	if !o.JSONOnly && !o.Child {
 		fmt.Fprintf(stdout, "\n%s", renderTableFor(o, outcomes, goruntime.NumCPU()))
 	}
 	return exitCode(outcomes)
+}
+
+// startCPUProfile starts a CPU profile written to path (none if path is
+// empty) and returns the function that stops it and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // setBackendEnv makes FAIO_BACKEND say b before any runtime starts, so

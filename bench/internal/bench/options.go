@@ -34,6 +34,10 @@ type Options struct {
 	// (faio.Config.PinnedWorkers). Without the flag it is what
 	// FAIO_PINNED says ("1" or "0"), or false.
 	Pinned bool
+	// CPUProfile is -cpuprofile: the file a CPU profile of this process's
+	// runs is written to (runtime/pprof), empty for none. Runs in child
+	// processes (W6d, W7's client) are not in it.
+	CPUProfile string
 
 	// Internal flags, for the processes the program starts of itself.
 	Client   string // -client ADDR: be the W7 (W7c) client of the server at ADDR
@@ -77,6 +81,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 		o           Options
 	)
 	fs.BoolVar(&o.Pinned, "pinned", false, "run faio with pinned workers (faio.Config.PinnedWorkers: a thread per worker, tasks placed when spawned and never moved; default: $"+faio.EnvPinned+"=1 if set)")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs made in this process to this file (go tool pprof); W6d and W7's client run in processes of their own")
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
 	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")
