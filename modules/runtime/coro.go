@@ -50,31 +50,40 @@ var coroutines sync.Map // uintptr -> *coro
 
 // newCoro starts a coroutine and runs it up to its first yield, so that its
 // goid is known before any task is bound to it.
+//
+// The coroutine's body is a function literal rather than a method value,
+// and runs a task's function through as few frames as it can (see
+// execute): a suspended task's stack holds these frames, every new
+// coroutine's stack starts at 2 KiB (growing it costs a copy), and the
+// garbage collector walks every frame of every sleeping task.
 func newCoro() *coro {
 	c := &coro{}
-	c.next, c.stop = iter.Pull(c.loop)
-	c.next()
-	return c
-}
-
-func (c *coro) loop(yield func(struct{}) bool) {
-	c.yield = yield
-	g := getg()
-	c.goid.Store(g)
-	coroutines.Store(g, c)
-	defer coroutines.Delete(g)
-	if !yield(struct{}{}) {
-		return
-	}
-	for {
-		c.task.execute()
-		if c.task.worker.runInline(c) {
-			continue
-		}
+	c.next, c.stop = iter.Pull(func(yield func(struct{}) bool) {
+		c.yield = yield
+		g := getg()
+		c.goid.Store(g)
+		coroutines.Store(g, c)
+		defer coroutines.Delete(g)
 		if !yield(struct{}{}) {
 			return
 		}
-	}
+		for {
+			if t := c.task; c.owner.pinned {
+				t.execute()
+			} else {
+				setProfLabel(t.labels)
+				t.run(c)
+			}
+			if c.task.worker.runInline(c) {
+				continue
+			}
+			if !yield(struct{}{}) {
+				return
+			}
+		}
+	})
+	c.next()
+	return c
 }
 
 // onCoroutine reports whether the caller runs on a faio coroutine, that is
@@ -101,14 +110,11 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// execute runs the task's function on its coroutine.
+// execute runs the task's function on its coroutine, on a pinned worker.
+// (On others the coroutine's loop calls run itself, one frame less.)
 func (t *Task) execute() {
 	c := t.coro
 	setProfLabel(t.labels)
-	if !c.owner.pinned {
-		t.run(c)
-		return
-	}
 	// On a pinned worker a runtime.Goexit must not reach the worker (see
 	// retire). A Goexit is what leaves run without returning: run
 	// recovers panics itself, even one raised by a deferred call while

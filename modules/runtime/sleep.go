@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"math"
 	goruntime "runtime"
 	"time"
 )
@@ -16,7 +17,22 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	return SleepUntil(ctx, time.Now().Add(d))
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t := taskFor(ctx); t != nil {
+		// What SleepUntil(ctx, time.Now().Add(d)) does, without its
+		// frame on the sleeping task's stack (see newCoro).
+		now := t.rt.now()
+		at := now + d
+		if at < now {
+			at = math.MaxInt64 // d overflows the clock: forever
+		}
+		t.coro.kind = kindSleep
+		t.coro.sleepUntil = at
+		return t.suspend(ctx)
+	}
+	return sleepGoroutine(ctx, time.Now().Add(d))
 }
 
 // SleepUntil is Sleep until the instant deadline.
@@ -33,6 +49,15 @@ func SleepUntil(ctx context.Context, deadline time.Time) error {
 		t.coro.sleepUntil = at
 		return t.suspend(ctx)
 	}
+	return sleepGoroutine(ctx, deadline)
+}
+
+// sleepGoroutine is SleepUntil for a plain goroutine. It is a function of
+// its own so that its timer, select and defer do not enlarge SleepUntil's
+// frame, which sits on a sleeping task's stack.
+//
+//go:noinline
+func sleepGoroutine(ctx context.Context, deadline time.Time) error {
 	d := time.Until(deadline)
 	if d <= 0 {
 		return nil
