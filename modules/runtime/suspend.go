@@ -238,9 +238,9 @@ func taskFor(ctx context.Context) *Task {
 	if t := Current(ctx).running(); t != nil {
 		return t
 	}
-	if c, ok := coroutines.Load(getg()); ok {
+	if c, ok := coroutines.load(getg()); ok {
 		// We are this coroutine, so its task field is ours to read.
-		return c.(*coro).task
+		return c.task
 	}
 	return nil
 }
