@@ -49,22 +49,29 @@ type coro struct {
 var coroutines coroTable
 
 // coroTable is a set of coroutines keyed by their goroutine's identity,
-// in shards that each hold a plain map under a mutex. Every new coroutine
-// is entered and every ended one removed, so a workload of many sleepers
-// (a coroutine each) pays for it per task: a sync.Map took 4-5% of W5's
-// CPU and about 80 bytes per coroutine, a shard's map about 25. Lookups
-// are rare (BlockOn, Close, a task suspending with a context not its own).
+// in shards that each hold a plain map under a read-write mutex. Every new
+// coroutine is entered and every ended one removed, so a workload of many
+// sleepers (a coroutine each) pays for it per task: a sync.Map took 3-5%
+// of W5's CPU and about 80 bytes per coroutine, a shard's map about 25.
+// Lookups come from BlockOn and Close, from a task suspending with a
+// context not its own, and from plain goroutines calling faio (each of
+// their operations asks whether it runs in a task): they share the read
+// lock. A shard's map is rebuilt smaller once it holds an eighth of its
+// peak, so that a burst of a million sleepers does not keep its table.
 type coroTable struct {
 	shards [coroShards]struct {
-		mu sync.Mutex
-		m  map[uintptr]*coro
-		_  [48]byte // one shard per cache line
+		mu   sync.RWMutex
+		m    map[uintptr]*coro
+		peak int      // most entries m held since it was made
+		_    [24]byte // one shard per cache line
 	}
 }
 
 const (
 	coroShardBits = 4
 	coroShards    = 1 << coroShardBits
+	// coroShrinkMin is the smallest peak worth rebuilding a map for.
+	coroShrinkMin = 1024
 )
 
 // shard picks g's shard by Fibonacci hashing: g is a goroutine's address
@@ -80,6 +87,7 @@ func (tb *coroTable) store(g uintptr, c *coro) {
 		s.m = make(map[uintptr]*coro)
 	}
 	s.m[g] = c
+	s.peak = max(s.peak, len(s.m))
 	s.mu.Unlock()
 }
 
@@ -87,15 +95,38 @@ func (tb *coroTable) delete(g uintptr) {
 	s := &tb.shards[tb.shard(g)]
 	s.mu.Lock()
 	delete(s.m, g)
+	if n := len(s.m); s.peak >= coroShrinkMin && n < s.peak/8 {
+		// A Go map keeps its storage when entries go: copy what is
+		// left into a map of its size. The copy is paid for by the
+		// 7/8 of the peak deleted since the last one.
+		m := make(map[uintptr]*coro, n)
+		for k, v := range s.m {
+			m[k] = v
+		}
+		s.m, s.peak = m, n
+	}
 	s.mu.Unlock()
 }
 
 func (tb *coroTable) load(g uintptr) (*coro, bool) {
 	s := &tb.shards[tb.shard(g)]
-	s.mu.Lock()
+	s.mu.RLock()
 	c, ok := s.m[g]
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	return c, ok
+}
+
+// len returns the number of coroutines in the table, and the sum of the
+// shards' peaks (for tests).
+func (tb *coroTable) len() (n, peaks int) {
+	for i := range tb.shards {
+		s := &tb.shards[i]
+		s.mu.RLock()
+		n += len(s.m)
+		peaks += s.peak
+		s.mu.RUnlock()
+	}
+	return n, peaks
 }
 
 // newCoro starts a coroutine and runs it up to its first yield, so that its
