@@ -89,6 +89,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
 		return 2
 	}
+	if onTimeout := r.OnTimeout; o.CPUProfile != "" {
+		// A run that hangs is the one whose profile is wanted: write it
+		// out before the timeout ends the process.
+		r.OnTimeout = func(desc string) {
+			if err := stop(); err != nil {
+				fmt.Fprintf(stderr, "faio-bench: %v\n", err)
+			}
+			onTimeout(desc)
+		}
+	}
 	outcomes := r.Run()
 	if err := stop(); err != nil {
 		fmt.Fprintf(stderr, "faio-bench: %v\n", err)
