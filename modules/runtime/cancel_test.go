@@ -328,6 +328,13 @@ func TestCoopBudgetYields(t *testing.T) {
 		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 			var flag atomic.Bool
 			spinner := Spawn(ctx, func(ctx context.Context) (int, error) {
+				// The setter queues behind the spinner, on its one
+				// worker: it runs only if Consume yields. (Spawned by
+				// the root, it ran first, and the spinner never spun.)
+				setter := Spawn(ctx, func(ctx context.Context) (int, error) {
+					flag.Store(true)
+					return 0, nil
+				})
 				n := 0
 				for !flag.Load() {
 					if err := Consume(ctx); err != nil {
@@ -335,15 +342,9 @@ func TestCoopBudgetYields(t *testing.T) {
 					}
 					n++
 				}
-				return n, nil
+				_, err := setter.Join(ctx)
+				return n, err
 			})
-			setter := Spawn(ctx, func(ctx context.Context) (int, error) {
-				flag.Store(true)
-				return 0, nil
-			})
-			if _, err := setter.Join(ctx); err != nil {
-				return 0, err
-			}
 			_, err := spinner.Join(ctx)
 			return 0, err
 		})
@@ -790,4 +791,72 @@ func TestRegisterFalseWinsOverCancellation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Consume charges the task's budget whether it is given the task's own
+// context (the fast path) or one derived from it, returns the context's
+// error, and charges nothing to a plain goroutine holding a task's context.
+func TestConsumeContexts(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	within(t, 10*time.Second, "consume", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			for _, derived := range []bool{false, true} {
+				// On one worker the other task runs only when the
+				// spinning one yields, which Consume does every
+				// CoopBudget calls.
+				var ran atomic.Bool
+				spinner := Spawn(ctx, func(ctx context.Context) (int, error) {
+					// Queued behind this task, on this worker.
+					Spawn(ctx, func(ctx context.Context) (int, error) {
+						ran.Store(true)
+						return 0, nil
+					})
+					if derived {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithCancel(ctx)
+						defer cancel()
+					}
+					for i := 0; i < 4*CoopBudget; i++ {
+						if ran.Load() {
+							return i, nil
+						}
+						if err := Consume(ctx); err != nil {
+							return i, err
+						}
+					}
+					return 0, errors.New("the other task never ran: Consume did not yield")
+				})
+				n, err := spinner.Join(ctx)
+				if err != nil {
+					return 0, fmt.Errorf("derived=%v: %w", derived, err)
+				}
+				if n > CoopBudget {
+					return 0, fmt.Errorf("derived=%v: the other task ran after %d calls, want at most %d", derived, n, CoopBudget)
+				}
+			}
+			// A cancelled task's Consume reports it.
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				Current(ctx).cancel(context.Canceled)
+				return 0, Consume(ctx)
+			})
+			if _, err := h.Join(ctx); !errors.Is(err, context.Canceled) {
+				return 0, fmt.Errorf("Consume in a cancelled task: %v, want context.Canceled", err)
+			}
+			// From a plain goroutine: the context's error, no budget.
+			errc := make(chan error, 1)
+			go func() {
+				for range 3 * CoopBudget {
+					if err := Consume(ctx); err != nil {
+						errc <- err
+						return
+					}
+				}
+				errc <- nil
+			}()
+			return 0, <-errc
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
 }

@@ -15,8 +15,24 @@ const CoopBudget = 128
 // task, or with a context that is not the task's own (nor derived from it),
 // Consume charges nothing. It returns ctx.Err().
 func Consume(ctx context.Context) error {
+	// The common case, in direct calls: ctx is the task's own context and
+	// the caller is that task.
+	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
+		c := t.coro
+		c.budget++
+		if c.budget >= CoopBudget {
+			return Yield(ctx)
+		}
+		return t.Err()
+	}
+	return consumeSlow(ctx)
+}
+
+// consumeSlow is Consume for a context derived from the task's, or a
+// caller that is not the task.
+func consumeSlow(ctx context.Context) error {
 	// Only the task's own context (or one derived from it) is charged:
-	// the general lookup of taskFor (a map probe for every plain
+	// the general lookup of taskFor (a table probe for every plain
 	// goroutine) would tax each goroutine-side channel or lock operation
 	// for a budget that does not apply to them.
 	if t := Current(ctx).running(); t != nil {
