@@ -30,7 +30,11 @@ type channel[T any] struct {
 	recvq     queue[T]
 	senders   int // open Sender ends; 0 means no value will ever be sent again
 	receivers int // open Receiver ends; 0 means sends fail from now on
-	nodes     sync.Pool
+	// spare holds one recycled waiter ahead of nodes: a channel with one
+	// waiter at a time (a ping-pong, a pipeline stage) reuses it with a
+	// swap, where the pool costs a pin and an unpin each way.
+	spare atomic.Pointer[waiter[T]]
+	nodes sync.Pool
 }
 
 // chanLock is the part of a channel Select needs without knowing T: the
@@ -131,7 +135,10 @@ func (c *channel[T]) recvLocked(e *end) (T, outcome, runtime.Waker) {
 // ended with the channel closed, or ctx's error when ctx ended first, in
 // which case nothing was sent or received.
 func (c *channel[T]) block(ctx context.Context, e *end, send bool, v T) (T, bool, error) {
-	n := c.nodes.Get().(*waiter[T])
+	n := c.spare.Swap(nil)
+	if n == nil {
+		n = c.nodes.Get().(*waiter[T])
+	}
 	n.own.state.Store(waiting)
 	n.send, n.end, n.val = send, e, v
 	if err := runtime.Suspend(ctx, n.register); err != nil {
@@ -170,7 +177,9 @@ func (c *channel[T]) block(ctx context.Context, e *end, send bool, v T) (T, bool
 func (c *channel[T]) recycle(n *waiter[T]) {
 	var zero T
 	n.val, n.end, n.closed, n.armed = zero, nil, false, false
-	c.nodes.Put(n)
+	if !c.spare.CompareAndSwap(nil, n) {
+		c.nodes.Put(n)
+	}
 }
 
 // arm is the register function of a plain Send or Recv: it runs on the
