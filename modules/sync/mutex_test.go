@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	goruntime "runtime"
+	"runtime/debug"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
@@ -15,7 +17,41 @@ import (
 // 1,000 tasks x 1,000 increments, plus goroutines, under one Mutex: the
 // counter must come out exact and no two holders may overlap.
 func TestMutexMutualExclusion(t *testing.T) {
-	tasks, iters, goroutines := 1000, 1000, 8
+	mutualExclusion(t, 1000, 1000, 8)
+}
+
+// The same with the garbage collector marking all the time: the lock's
+// fast paths swap the state word without a write barrier (see
+// Mutex.stateWord), and the queued waiters' nodes, which go through the
+// barrier, must survive every cycle.
+func TestMutexUnderGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	stop := make(chan struct{})
+	var gcs gosync.WaitGroup
+	gcs.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				goruntime.GC()
+			}
+		}
+	})
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	for range 10 {
+		mutualExclusion(t, 300, 300, 4)
+	}
+	goruntime.ReadMemStats(&after)
+	close(stop)
+	gcs.Wait()
+	if n := after.NumGC - before.NumGC; n < 10 {
+		t.Errorf("only %d collections ran during the test", n)
+	}
+}
+
+func mutualExclusion(t *testing.T, tasks, iters, goroutines int) {
 	rt := newRuntime(t, 2)
 	var mu Mutex
 	var inside atomic.Int32
