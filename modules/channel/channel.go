@@ -177,6 +177,9 @@ func (c *channel[T]) block(ctx context.Context, e *end, send bool, v T) (T, bool
 func (c *channel[T]) recycle(n *waiter[T]) {
 	var zero T
 	n.val, n.end, n.closed, n.armed = zero, nil, false, false
+	// The spare outlives GC cycles (the pool does not): it must not keep
+	// the last waiter's task alive.
+	n.own.waker = runtime.Waker{}
 	if !c.spare.CompareAndSwap(nil, n) {
 		c.nodes.Put(n)
 	}

@@ -803,7 +803,10 @@ func TestConsumeContexts(t *testing.T) {
 			for _, derived := range []bool{false, true} {
 				// On one worker the other task runs only when the
 				// spinning one yields, which Consume does every
-				// CoopBudget calls.
+				// CoopBudget calls: spawned by the spinner, it waits in
+				// the LIFO slot and runs first when the spinner yields
+				// (the spinner reaches it within maxLIFORuns LIFO hops,
+				// so the bound below holds with a margin of one hop).
 				var ran atomic.Bool
 				spinner := Spawn(ctx, func(ctx context.Context) (int, error) {
 					// Queued behind this task, on this worker.
@@ -842,7 +845,9 @@ func TestConsumeContexts(t *testing.T) {
 			if _, err := h.Join(ctx); !errors.Is(err, context.Canceled) {
 				return 0, fmt.Errorf("Consume in a cancelled task: %v, want context.Canceled", err)
 			}
-			// From a plain goroutine: the context's error, no budget.
+			// From a plain goroutine: the context's error, and nothing
+			// charged to the task whose context it holds.
+			before := Current(ctx).coro.budget
 			errc := make(chan error, 1)
 			go func() {
 				for range 3 * CoopBudget {
@@ -853,7 +858,13 @@ func TestConsumeContexts(t *testing.T) {
 				}
 				errc <- nil
 			}()
-			return 0, <-errc
+			if err := <-errc; err != nil {
+				return 0, err
+			}
+			if after := Current(ctx).coro.budget; after != before {
+				return 0, fmt.Errorf("a goroutine's Consume with the task's context charged the task: budget %d -> %d", before, after)
+			}
+			return 0, nil
 		})
 		if err != nil {
 			t.Error(err)

@@ -158,6 +158,11 @@ func (m *Mutex) Unlock() {
 // pointer. Every swap that involves a waiter node goes through m.state.
 func (m *Mutex) stateWord() *uintptr { return (*uintptr)(unsafe.Pointer(&m.state)) }
 
+// stateWord relies on an atomic.Pointer being one machine word: this
+// does not compile otherwise.
+var _ [unsafe.Sizeof(atomic.Pointer[mutexWaiter]{}) - unsafe.Sizeof(uintptr(0))]struct{}
+var _ [unsafe.Sizeof(uintptr(0)) - unsafe.Sizeof(atomic.Pointer[mutexWaiter]{})]struct{}
+
 // casFree takes the lock if it is free: state nil -> &mutexLocked.
 func (m *Mutex) casFree() bool {
 	return atomic.CompareAndSwapUintptr(m.stateWord(), 0, uintptr(unsafe.Pointer(&mutexLocked)))

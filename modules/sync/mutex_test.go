@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	goruntime "runtime"
 	"runtime/debug"
@@ -38,14 +39,20 @@ func TestMutexUnderGC(t *testing.T) {
 			}
 		}
 	})
+	stopGC := func() { close(stop); gcs.Wait() }
+	defer func() {
+		if stop != nil {
+			stopGC() // after a t.Fatal
+		}
+	}()
 	var before, after goruntime.MemStats
 	goruntime.ReadMemStats(&before)
-	for range 10 {
-		mutualExclusion(t, 300, 300, 4)
+	for i := range 10 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { mutualExclusion(t, 300, 300, 4) })
 	}
 	goruntime.ReadMemStats(&after)
-	close(stop)
-	gcs.Wait()
+	stopGC()
+	stop = nil
 	if n := after.NumGC - before.NumGC; n < 10 {
 		t.Errorf("only %d collections ran during the test", n)
 	}
