@@ -116,19 +116,6 @@ func (tb *coroTable) load(g uintptr) (*coro, bool) {
 	return c, ok
 }
 
-// len returns the number of coroutines in the table, and the sum of the
-// shards' peaks (for tests).
-func (tb *coroTable) len() (n, peaks int) {
-	for i := range tb.shards {
-		s := &tb.shards[i]
-		s.mu.RLock()
-		n += len(s.m)
-		peaks += s.peak
-		s.mu.RUnlock()
-	}
-	return n, peaks
-}
-
 // newCoro starts a coroutine and runs it up to its first yield, so that its
 // goid is known before any task is bound to it.
 //

@@ -76,3 +76,16 @@ func TestCoroTable(t *testing.T) {
 		t.Errorf("the shards' peaks sum to %d after going from %d entries to %d: the maps were not rebuilt smaller", peaks, owners*keys, n)
 	}
 }
+
+// len returns the number of coroutines in the table, and the sum of the
+// shards' peaks.
+func (tb *coroTable) len() (n, peaks int) {
+	for i := range tb.shards {
+		s := &tb.shards[i]
+		s.mu.RLock()
+		n += len(s.m)
+		peaks += s.peak
+		s.mu.RUnlock()
+	}
+	return n, peaks
+}

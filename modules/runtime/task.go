@@ -350,35 +350,24 @@ func (t *Task) link() {
 	}
 }
 
-// linkSlow links t's unlinked ancestors, top down, and then t: a child
-// must never be in the tree below a parent that is not. It loops instead
-// of recursing into the parent's link because it runs at a task's first
-// suspension, the deepest its coroutine's stack usually gets: one more
-// frame there grew every new coroutine's 2 KiB stack to 4 KiB, which cost
-// W5 (100,000 new sleepers) 8-34% of its CPU in copying stacks.
+// linkSlow links t below its tree parent. newTask links a parent before
+// its first child exists, so the parent is linked already; if it ever is
+// not, it is linked first, so that no child is in the tree below a parent
+// that is not. It is not inlined into link, and link does not recurse, so
+// that a task's first suspension, the deepest its coroutine's stack
+// usually gets, costs one frame here: one more grew every new coroutine's
+// 2 KiB stack to 4 KiB, which cost W5 (100,000 new sleepers) 8-34% of its
+// CPU in copying stacks.
 //
 //go:noinline
 func (t *Task) linkSlow() {
-	if t.treeParent == nil {
+	p := t.treeParent
+	if p == nil {
 		return // the runtime's root
 	}
-	for {
-		// u is the topmost unlinked task on the way up from t.
-		u := t
-		for p := u.treeParent; p != nil && p.treeParent != nil && !p.has(flagLinked); p = p.treeParent {
-			u = p
-		}
-		u.linkToParent()
-		if u == t {
-			return
-		}
+	if !p.has(flagLinked) {
+		p.linkSlow()
 	}
-}
-
-// linkToParent links t below its tree parent, which is linked (or the
-// root).
-func (t *Task) linkToParent() {
-	p := t.treeParent
 	p.mu.Lock()
 	if t.has(flagLinked) {
 		p.mu.Unlock()
