@@ -102,7 +102,26 @@ func (r *Ring) cqNeedsEnter() bool {
 	return r.flags&SetupIOPoll != 0 || f&(sqCQOverflow|sqTaskrun) != 0
 }
 
+// rawEnterMax is the largest batch that enter submits with a raw system
+// call (see enter).
+const rawEnterMax = 32
+
+// enter makes the io_uring_enter system call. A call that cannot sleep in
+// the kernel, because it waits for no completion and no SQ room, and that
+// submits at most rawEnterMax entries, is made without the scheduler's
+// entersyscall/exitsyscall bookkeeping: about 100-170 ns a call, which is
+// the cost of a submission's whole return trip on a busy ring (W7c's
+// server spent 0.96x the CPU of Go's net per round trip with it and 1.18x
+// without). The kernel issues each entry without blocking and hands what
+// would block to its workers, so such a call holds its thread only while
+// it does the entries' inline work, as Go code doing that work would; a
+// larger batch, which may do more of it, and every waiting call let the
+// scheduler hand the P on.
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, syscall.Errno) {
+	if minComplete == 0 && flags&enterSQWait == 0 && toSubmit <= rawEnterMax {
+		n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
+		return int(n), errno
+	}
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
 	return int(n), errno
 }
