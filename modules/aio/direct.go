@@ -256,6 +256,45 @@ func (o *fdOp) direct() runtime.Result {
 	panic("faio/aio: no direct form of " + o.opcode.String())
 }
 
+// rawOp is an operation whose system call on a non-blocking descriptor
+// cannot sleep: it copies what the socket or pipe holds (or has room for)
+// and returns, EAGAIN if that is nothing. raw makes it without the
+// scheduler's entersyscall/exitsyscall bookkeeping, as the uring binding
+// makes a submission that does not wait: about 100-170 ns a call, which
+// the portable backend otherwise pays on every socket operation of a task.
+// The copy is bounded by the socket's buffer, so the thread is held no
+// longer than Go code copying as much would hold it.
+type rawOp interface {
+	raw() runtime.Result
+}
+
+// raw is direct for a receive, a send or a read or write at the position,
+// on a non-blocking descriptor (the caller's guarantee); for any other
+// operation it is direct.
+func (o *fdOp) raw() runtime.Result {
+	trap := uintptr(0)
+	flags := uintptr(0)
+	switch {
+	case o.opcode == uring.OpRecv:
+		trap, flags = unix.SYS_RECVFROM, uintptr(o.flags&^unix.MSG_WAITALL)
+	case o.opcode == uring.OpSend || o.opcode == uring.OpSendZC:
+		trap, flags = unix.SYS_SENDTO, uintptr(o.flags&^unix.MSG_WAITALL)
+	case o.opcode == uring.OpRead && o.off == uring.CurrentPos:
+		trap = unix.SYS_READ
+	case o.opcode == uring.OpWrite && o.off == uring.CurrentPos:
+		trap = unix.SYS_WRITE
+	default:
+		return o.direct()
+	}
+	b := capRW(o.buf)
+	for {
+		r, _, errno := unix.RawSyscall6(trap, uintptr(o.fd), uintptr(bufPtr(b)), uintptr(len(b)), flags, 0, 0)
+		if errno != unix.EINTR {
+			return sysResult(r, errno)
+		}
+	}
+}
+
 func (o *vecOp) direct() runtime.Result {
 	if len(o.iovs) == 0 {
 		return runtime.Result{}
@@ -449,6 +488,8 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 		if res, err = blocking(ctx, op.direct); err != nil {
 			return res, err
 		}
+	} else if r, ok := op.(rawOp); ok {
+		res = r.raw()
 	} else {
 		res = op.direct()
 	}
