@@ -45,17 +45,30 @@ func TestMutexUnderGC(t *testing.T) {
 			stopGC() // after a t.Fatal
 		}
 	}()
-	var before, after goruntime.MemStats
-	goruntime.ReadMemStats(&before)
-	for i := range 10 {
-		t.Run(fmt.Sprint(i), func(t *testing.T) { mutualExclusion(t, 300, 300, 4) })
+	// Rounds go on until enough collections overlapped them: without the
+	// race detector a round can take a few milliseconds, less than a
+	// cycle on a busy machine, so a fixed count of rounds proves nothing.
+	const wantGCs = 10
+	start := gcSince(0)
+	deadline := time.Now().Add(time.Minute)
+	rounds := 0
+	for rounds < 10 || (gcSince(start) < wantGCs && time.Now().Before(deadline)) {
+		t.Run(fmt.Sprint(rounds), func(t *testing.T) { mutualExclusion(t, 300, 300, 4) })
+		rounds++
 	}
-	goruntime.ReadMemStats(&after)
+	n := gcSince(start)
 	stopGC()
 	stop = nil
-	if n := after.NumGC - before.NumGC; n < 10 {
-		t.Errorf("only %d collections ran during the test", n)
+	if n < wantGCs {
+		t.Errorf("only %d collections ran during %d rounds in a minute", n, rounds)
 	}
+}
+
+// gcSince returns how many collections completed since NumGC was start.
+func gcSince(start uint32) uint32 {
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return ms.NumGC - start
 }
 
 func mutualExclusion(t *testing.T, tasks, iters, goroutines int) {
