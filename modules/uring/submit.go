@@ -103,27 +103,72 @@ func (r *Ring) cqNeedsEnter() bool {
 }
 
 // rawEnterMax is the largest batch that enter submits with a raw system
-// call (see enter).
-const rawEnterMax = 32
+// call, and rawLenMax the largest buffer a data entry of such a batch may
+// carry (see enter).
+const (
+	rawEnterMax = 32
+	rawLenMax   = 64 << 10
+)
 
-// enter makes the io_uring_enter system call. A call that cannot sleep in
-// the kernel, because it waits for no completion and no SQ room, and that
-// submits at most rawEnterMax entries, is made without the scheduler's
+// enter makes the io_uring_enter system call. A call that waits for no
+// completion and no SQ room, and whose entries are all light (lightSQE),
+// at most rawEnterMax of them, is made without the scheduler's
 // entersyscall/exitsyscall bookkeeping: about 100-170 ns a call, which is
 // the cost of a submission's whole return trip on a busy ring (W7c's
 // server spent 0.96x the CPU of Go's net per round trip with it and 1.18x
-// without). The kernel issues each entry without blocking and hands what
-// would block to its workers, so such a call holds its thread only while
-// it does the entries' inline work, as Go code doing that work would; a
-// larger batch, which may do more of it, and every waiting call let the
-// scheduler hand the P on.
+// without).
+//
+// A raw call keeps its P, cannot be preempted and holds up a collection's
+// stop-the-world until it returns, so it is only for work that is bounded
+// and never waits: the kernel tries each light entry without blocking,
+// copies at most rawLenMax bytes for it, and hands what would block to its
+// workers. Everything else (an open, which runs the filesystem's open and
+// may wait on a FUSE server in this very process; a close, whose socket
+// teardown may linger; a connect, which may search long for a port;
+// vectored and large transfers) goes through the scheduler, which hands
+// the P on if the call takes long. Completions' deferred retries, which
+// the kernel runs on the way out of any call, copy at most their own
+// buffer and never wait either.
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, syscall.Errno) {
-	if minComplete == 0 && flags&enterSQWait == 0 && toSubmit <= rawEnterMax {
+	if minComplete == 0 && flags&enterSQWait == 0 && toSubmit <= rawEnterMax && r.lightBatch(toSubmit) {
 		n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
 		return int(n), errno
 	}
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
 	return int(n), errno
+}
+
+// lightBatch reports whether the next n entries the kernel consumes are
+// all light (the SQ array maps slot i to entry i).
+func (r *Ring) lightBatch(n uint32) bool {
+	sq := &r.sq
+	head := atomic.LoadUint32(sq.khead)
+	for i := range n {
+		if !lightSQE(&sq.sqes[(head+i)&sq.mask]) {
+			return false
+		}
+	}
+	return true
+}
+
+// lightSQE reports whether the kernel's inline attempt at e is bounded
+// work that never sleeps: an entry sent straight to the async workers, a
+// control operation (nop, poll, timeout, cancel, message, accept,
+// shutdown), or a plain read, write, send or receive of at most rawLenMax
+// bytes. A receive that selects a provided buffer copies at most that
+// buffer.
+func lightSQE(e *SQE) bool {
+	if e.Flags&SQEAsync != 0 {
+		return true
+	}
+	switch e.Opcode {
+	case OpNop, OpPollAdd, OpPollRemove, OpTimeout, OpTimeoutRemove, OpAsyncCancel,
+		OpLinkTimeout, OpMsgRing, OpAccept, OpShutdown:
+		return true
+	case OpRead, OpWrite, OpReadFixed, OpWriteFixed, OpSend, OpRecv, OpSendZC:
+		return e.Len <= rawLenMax
+	}
+	return false
 }
 
 // Submit hands the prepared entries to the kernel without waiting and
