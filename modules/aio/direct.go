@@ -146,7 +146,8 @@ func (o *fdOp) nowait() (runtime.Result, bool) {
 // return instead of waiting for the disk, so the call only copies what the
 // page cache holds and ends as soon as Go code copying as much would. A
 // larger read keeps the bookkeeping, so that the thread's P is handed on
-// during a long copy.
+// during a long copy. (A buffer mapped from a file may fault in from disk
+// during the copy; Go code writing to it would stall its P as long.)
 func preadNowait(fd int, b []byte, off int64) (n int, ok bool) {
 	iov := unix.Iovec{Base: &b[0]}
 	iov.SetLen(len(capRW(b)))
@@ -257,38 +258,40 @@ func (o *fdOp) direct() runtime.Result {
 }
 
 // rawOp is an operation whose system call on a non-blocking descriptor
-// cannot sleep: it copies what the socket or pipe holds (or has room for)
-// and returns, EAGAIN if that is nothing. raw makes it without the
-// scheduler's entersyscall/exitsyscall bookkeeping, as the uring binding
-// makes a submission that does not wait: about 100-170 ns a call, which
-// the portable backend otherwise pays on every socket operation of a task.
-// The copy is bounded by the socket's buffer, so the thread is held no
-// longer than Go code copying as much would hold it.
+// is bounded work that never waits: a socket's receive or send of at most
+// rawReadMax bytes copies what the socket holds or has room for, up to
+// that size, and returns, EAGAIN if that is nothing. raw makes it without
+// the scheduler's entersyscall/exitsyscall bookkeeping, as the uring
+// binding makes a light submission that does not wait: about 100-170 ns a
+// call, which the portable backend otherwise pays on every socket
+// operation of a task. Such a call keeps its P and holds up a collection's
+// stop-the-world until it returns, so anything longer (a larger buffer,
+// whose send goes on copying while the peer drains; a pipe or device,
+// whose read or write may sleep on a lock or compute at length) goes
+// through the scheduler.
 type rawOp interface {
 	raw() runtime.Result
 }
 
-// raw is direct for a receive, a send or a read or write at the position,
-// on a non-blocking descriptor (the caller's guarantee); for any other
-// operation it is direct.
+// raw is direct for a receive or a send of at most rawReadMax bytes on a
+// non-blocking socket (the caller's guarantee) made without the
+// scheduler's bookkeeping; for any other operation it is direct.
 func (o *fdOp) raw() runtime.Result {
-	trap := uintptr(0)
-	flags := uintptr(0)
-	switch {
-	case o.opcode == uring.OpRecv:
-		trap, flags = unix.SYS_RECVFROM, uintptr(o.flags&^unix.MSG_WAITALL)
-	case o.opcode == uring.OpSend || o.opcode == uring.OpSendZC:
-		trap, flags = unix.SYS_SENDTO, uintptr(o.flags&^unix.MSG_WAITALL)
-	case o.opcode == uring.OpRead && o.off == uring.CurrentPos:
-		trap = unix.SYS_READ
-	case o.opcode == uring.OpWrite && o.off == uring.CurrentPos:
-		trap = unix.SYS_WRITE
+	if len(o.buf) > rawReadMax {
+		return o.direct()
+	}
+	var trap uintptr
+	switch o.opcode {
+	case uring.OpRecv:
+		trap = unix.SYS_RECVFROM
+	case uring.OpSend, uring.OpSendZC:
+		trap = unix.SYS_SENDTO
 	default:
 		return o.direct()
 	}
-	b := capRW(o.buf)
+	flags := uintptr(o.flags &^ unix.MSG_WAITALL)
 	for {
-		r, _, errno := unix.RawSyscall6(trap, uintptr(o.fd), uintptr(bufPtr(b)), uintptr(len(b)), flags, 0, 0)
+		r, _, errno := unix.RawSyscall6(trap, uintptr(o.fd), uintptr(bufPtr(o.buf)), uintptr(len(o.buf)), flags, 0, 0)
 		if errno != unix.EINTR {
 			return sysResult(r, errno)
 		}
