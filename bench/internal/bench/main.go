@@ -76,6 +76,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			Wrk:       wrk,
 			Log:       stderr,
 		},
+		Runs:     o.Runs,
 		Out:      stdout,
 		Progress: !o.Child,
 		Timeout:  fullRunTimeout,

@@ -38,6 +38,10 @@ type Options struct {
 	// runs is written to (runtime/pprof), empty for none. Runs in child
 	// processes (W6d, W7's client) are not in it.
 	CPUProfile string
+	// Runs is -runs: how many times the whole selection runs, one pass
+	// after another, so that the faio and goroutine runs of a pass are
+	// same-run pairs; the table shows each row's median pair. Default 1.
+	Runs int
 
 	// Internal flags, for the processes the program starts of itself.
 	Client   string // -client ADDR: be the W7 (W7c) client of the server at ADDR
@@ -84,6 +88,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs made in this process to this file (go tool pprof); W6d and W7's client run in processes of their own")
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
+	fs.IntVar(&o.Runs, "runs", 1, "run the whole selection this many times, one pass after another; the table shows each row's pass with the median faio/goroutines ratio and lists every pass's ratio (this machine moves by 1.5x between runs: use 3)")
 	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")
 	fs.StringVar(&o.HTTPClient, "http-client", HTTPClientAuto, "W9 load generator: auto (wrk if on PATH, the own client with -quick), wrk or own")
 	fs.StringVar(&o.Client, "client", "", "internal: run as the W7 (or W7c) client of the echo server at this address")
@@ -120,6 +125,12 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	}
 	if o.Pinned, err = parsePinned(fs, o.Pinned); err != nil {
 		return Options{}, err
+	}
+	if o.Runs < 1 {
+		return Options{}, fmt.Errorf("%w: -runs wants a count of at least 1, got %d", ErrUsage, o.Runs)
+	}
+	if o.Child && o.Runs != 1 {
+		return Options{}, fmt.Errorf("%w: -runs with -child: a child process makes one run", ErrUsage)
 	}
 	switch o.HTTPClient {
 	case HTTPClientAuto, HTTPClientWrk, HTTPClientOwn:

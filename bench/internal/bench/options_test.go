@@ -33,7 +33,7 @@ func TestParseArgsDefaults(t *testing.T) {
 		t.Errorf("workloads %s", got)
 	}
 	if o.Workers != nil || fmt.Sprint(o.Impls) != "[faio goroutines]" || o.JSONOnly || o.Quick || o.Child || o.Client != "" ||
-		o.HTTPClient != HTTPClientAuto || o.HTTPLoad != "" || o.Backend != faio.BackendAuto || o.Pinned {
+		o.HTTPClient != HTTPClientAuto || o.HTTPLoad != "" || o.Backend != faio.BackendAuto || o.Pinned || o.Runs != 1 {
 		t.Errorf("defaults %+v", o)
 	}
 	if o.Sizes != FullSizes() || o.File != filepath.Join(os.TempDir(), "faio-bench-w6-1GiB.dat") {
@@ -70,7 +70,8 @@ func TestParseArgs(t *testing.T) {
 		}},
 		{[]string{"-quick", "-file", "/data/f"}, func(o Options) bool { return o.File == "/data/f" }},
 		{[]string{"-client", "127.0.0.1:9"}, func(o Options) bool { return o.Client == "127.0.0.1:9" }},
-		{[]string{"-child"}, func(o Options) bool { return o.Child }},
+		{[]string{"-child"}, func(o Options) bool { return o.Child && o.Runs == 1 }},
+		{[]string{"-runs", "3"}, func(o Options) bool { return o.Runs == 3 }},
 		{[]string{"-backend", "auto"}, func(o Options) bool { return o.Backend == faio.BackendAuto }},
 		{[]string{"-backend", "io_uring"}, func(o Options) bool { return o.Backend == faio.BackendIOUring }},
 		{[]string{"-backend", "portable"}, func(o Options) bool { return o.Backend == faio.BackendPortable }},
@@ -103,6 +104,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"-backend", "uring"}, `-backend wants auto, io_uring or portable, got "uring"`},
 		{[]string{"-backend", ""}, `-backend wants auto, io_uring or portable, got ""`},
 		{[]string{"-backend", "Portable"}, `-backend wants auto, io_uring or portable, got "Portable"`},
+		{[]string{"-runs", "0"}, "-runs wants a count of at least 1, got 0"},
+		{[]string{"-runs", "2", "-child"}, "-runs with -child"},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"-sizes", `{"spawns":1`}, "-sizes"},

@@ -20,6 +20,7 @@ type Outcome struct {
 	Result   *Result // set when the run succeeded and validated
 	Err      error   // set when it failed (validation errors wrap ErrValidation)
 	Skip     string  // set when it cannot run on this machine: why
+	Pass     int     // which pass of Runner.Runs it belongs to, from 0
 }
 
 // Runner runs workloads and prints a JSON line per successful
@@ -36,6 +37,10 @@ type Runner struct {
 	// Env is the template of every run's environment (Workers is set per
 	// run); its Log also receives the progress lines (nil: discarded).
 	Env Env
+	// Runs is how many passes over every configuration Run makes, one
+	// after another (0 means 1), so that a pass's faio and goroutine runs
+	// are same-run pairs.
+	Runs int
 	// Out receives the JSON lines (nil: discarded).
 	Out io.Writer
 	// Progress turns on a line on Env.Log before and after every run.
@@ -59,9 +64,9 @@ func (r *Runner) WorkersFor(w *Workload) []int {
 	return []int{n}
 }
 
-// Run runs every configuration, in order: per workload, per worker count,
-// per implementation (those of the workload on the sides in Impls). A
-// workload's Setup runs once, before its first run.
+// Run runs every configuration, in order: per pass (Runs of them), per
+// workload, per worker count, per implementation (those of the workload on
+// the sides in Impls). A workload's Setup runs once, before its first run.
 func (r *Runner) Run() []Outcome {
 	if r.Env.Log == nil {
 		r.Env.Log = io.Discard
@@ -69,35 +74,48 @@ func (r *Runner) Run() []Outcome {
 	if r.Out == nil {
 		r.Out = io.Discard
 	}
+	passes := max(r.Runs, 1)
 	total := 0
 	for _, w := range r.Workloads {
 		total += len(r.WorkersFor(w)) * len(w.variantsOn(r.Impls))
 	}
+	total *= passes
+	type setup struct {
+		env  Env
+		err  error
+		skip *SkipError
+	}
+	setups := make(map[*Workload]*setup)
 	var outcomes []Outcome
 	k := 0
-	for _, w := range r.Workloads {
-		env := r.Env
-		setupErr := w.Setup(&env)
-		var skip *SkipError
-		switch {
-		case errors.As(setupErr, &skip):
-			fmt.Fprintf(r.Env.Log, "faio-bench: %s %v\n", w.Label(), setupErr)
-		case setupErr != nil:
-			fmt.Fprintf(r.Env.Log, "faio-bench: %s setup FAILED: %v\n", w.Label(), setupErr)
-		}
-		for _, workers := range r.WorkersFor(w) {
-			for _, v := range w.variantsOn(r.Impls) {
-				k++
-				o := Outcome{Workload: w, Impl: v.impl, Workers: workers}
+	for pass := range passes {
+		for _, w := range r.Workloads {
+			s := setups[w]
+			if s == nil {
+				s = &setup{env: r.Env}
+				s.err = w.Setup(&s.env)
 				switch {
-				case skip != nil:
-					o.Skip = skip.Reason
-				case setupErr != nil:
-					o.Err = setupErr
-				default:
-					o = r.runOne(env, o, fmt.Sprintf("[%d/%d] %s %s workers=%d", k, total, w.Label(), v.impl, workers))
+				case errors.As(s.err, &s.skip):
+					fmt.Fprintf(r.Env.Log, "faio-bench: %s %v\n", w.Label(), s.err)
+				case s.err != nil:
+					fmt.Fprintf(r.Env.Log, "faio-bench: %s setup FAILED: %v\n", w.Label(), s.err)
 				}
-				outcomes = append(outcomes, o)
+				setups[w] = s
+			}
+			for _, workers := range r.WorkersFor(w) {
+				for _, v := range w.variantsOn(r.Impls) {
+					k++
+					o := Outcome{Workload: w, Impl: v.impl, Workers: workers, Pass: pass}
+					switch {
+					case s.skip != nil:
+						o.Skip = s.skip.Reason
+					case s.err != nil:
+						o.Err = s.err
+					default:
+						o = r.runOne(s.env, o, fmt.Sprintf("[%d/%d] %s %s workers=%d", k, total, w.Label(), v.impl, workers))
+					}
+					outcomes = append(outcomes, o)
+				}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -80,7 +81,10 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 	type row struct {
 		w       *Workload
 		workers int
-		byImpl  map[Impl]Outcome
+		passes  []map[Impl]Outcome // by Outcome.Pass, in the order met
+		pass    map[int]int        // Outcome.Pass -> index in passes
+		byImpl  map[Impl]Outcome   // the pass shown
+		ratios  []float64          // every pass's ratio, in pass order
 	}
 	var rows []*row
 	index := map[key]*row{}
@@ -88,11 +92,20 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 		k := key{o.Workload.Label(), o.Workers}
 		r := index[k]
 		if r == nil {
-			r = &row{w: o.Workload, workers: o.Workers, byImpl: map[Impl]Outcome{}}
+			r = &row{w: o.Workload, workers: o.Workers, pass: map[int]int{}}
 			index[k] = r
 			rows = append(rows, r)
 		}
-		r.byImpl[o.Impl] = o
+		i, ok := r.pass[o.Pass]
+		if !ok {
+			i = len(r.passes)
+			r.pass[o.Pass] = i
+			r.passes = append(r.passes, map[Impl]Outcome{})
+		}
+		r.passes[i][o.Impl] = o
+	}
+	for _, r := range rows {
+		r.byImpl, r.ratios = shownPass(r.w, r.passes)
 	}
 
 	var b strings.Builder
@@ -127,11 +140,74 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 		if (fok && f.Err != nil) || (gok && g.Err != nil) {
 			met = "FAILED"
 		}
+		d := details(r.w, r.byImpl)
+		if len(r.passes) > 1 {
+			d = joinDetails(d, passNote(r.ratios, len(r.passes)))
+		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n",
 			r.w.Label(), r.workers, nsCell(f, fok), nsCell(g, gok), ratio,
-			cell(details(r.w, r.byImpl)), target, cell(met))
+			cell(d), target, cell(met))
 	}
 	return b.String()
+}
+
+// shownPass picks the pass a row shows when the run made several: the
+// first pass with a failure, so that the table says FAILED; else the pass
+// whose faio/goroutines ratio is the median (the lower middle one of an
+// even count) among the passes where both sides succeeded, so that every
+// figure of the row, and the judgement, comes from one same-run pair;
+// else the first pass. ratios lists the ratio of every pass where both
+// sides succeeded, in pass order.
+func shownPass(w *Workload, passes []map[Impl]Outcome) (shown map[Impl]Outcome, ratios []float64) {
+	type paired struct {
+		ratio float64
+		pass  map[Impl]Outcome
+	}
+	var ok []paired
+	var failed map[Impl]Outcome
+	for _, p := range passes {
+		for _, o := range p {
+			if o.Err != nil && failed == nil {
+				failed = p
+			}
+		}
+		f, g := p[w.primary(Faio)], p[w.primary(Goroutines)]
+		if f.Result != nil && g.Result != nil {
+			r := Ratio(*f.Result, *g.Result)
+			ratios = append(ratios, r)
+			ok = append(ok, paired{r, p})
+		}
+	}
+	switch {
+	case failed != nil:
+		return failed, ratios
+	case len(ok) == 0:
+		return passes[0], ratios
+	}
+	slices.SortStableFunc(ok, func(a, b paired) int { return cmp.Compare(a.ratio, b.ratio) })
+	return ok[(len(ok)-1)/2].pass, ratios
+}
+
+// passNote is the details' note of a row of a run with several passes:
+// the ratio of each pass where both sides succeeded, and which is shown.
+func passNote(ratios []float64, passes int) string {
+	rs := make([]string, len(ratios))
+	for i, r := range ratios {
+		rs[i] = fmt.Sprintf("%.2f", r)
+	}
+	note := fmt.Sprintf("ratios of %d passes: %s, the median pass shown", passes, strings.Join(rs, ", "))
+	if len(ratios) < passes {
+		note = fmt.Sprintf("ratios of %d of %d passes: %s", len(ratios), passes, strings.Join(rs, ", "))
+	}
+	return note
+}
+
+// joinDetails appends note to the details d.
+func joinDetails(d, note string) string {
+	if d == "" {
+		return note
+	}
+	return d + "; " + note
 }
 
 // nsCell is the ns/op column of one implementation.
