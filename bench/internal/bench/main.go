@@ -77,6 +77,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			Log:       stderr,
 		},
 		Runs:     o.Runs,
+		PassArgs: args,
 		Out:      stdout,
 		Progress: !o.Child,
 		Timeout:  fullRunTimeout,

@@ -2,47 +2,97 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// -runs 3 runs every configuration three times, pass after pass (faio and
-// goroutines of a pass next to each other), sets the workload up once and
-// prints a JSON line per run.
-func TestRunnerPasses(t *testing.T) {
-	var setups, faioRuns, gorRuns atomic.Int32
-	var order []string
-	faioRun := func(*Env) (Measurement, error) {
-		order = append(order, "f")
-		return Measurement{Ops: 10, Elapsed: time.Duration(faioRuns.Add(1)) * time.Microsecond}, nil
+// -runs 3 runs the selection three times, the first pass in this process
+// and each later one in a process of its own, prints every run's JSON
+// line, and shows each row's median pass in the table.
+func TestMainPasses(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"-runs", "3", "-w", "W3,W8", "-workers", "2", "-file", t.TempDir() + "/data", "-sizes", sizesArg(t, tinySizes())}
+	if code := Main(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr.String())
 	}
-	gorRun := func(*Env) (Measurement, error) {
-		gorRuns.Add(1)
-		order = append(order, "g")
-		return okRun(nil)
+	lines := jsonLines(t, &stdout)
+	var got []string
+	for _, l := range lines {
+		got = append(got, fmt.Sprintf("%s/%s/%d", l.Workload, l.Impl, l.Workers))
 	}
-	var out bytes.Buffer
-	r := &Runner{Workloads: []*Workload{fakeWorkload(func(*Env) error { setups.Add(1); return nil }, faioRun, gorRun)},
-		Workers: []int{2}, Impls: Impls, Runs: 3, Env: Env{Log: testLog{t}}, Out: &out}
-	outcomes := r.Run()
-	if setups.Load() != 1 || faioRuns.Load() != 3 || gorRuns.Load() != 3 || strings.Join(order, "") != "fgfgfg" {
-		t.Fatalf("setups %d, faio runs %d, goroutine runs %d, order %v", setups.Load(), faioRuns.Load(), gorRuns.Load(), order)
+	pass := "W3-mutex/faio/2 W3-mutex/goroutines/2 W8-yield/faio/2 W8-yield/goroutines/2"
+	if want := strings.Repeat(pass+" ", 3); strings.Join(got, " ")+" " != want {
+		t.Errorf("JSON lines %v, want three passes of %s", got, pass)
 	}
-	if len(outcomes) != 6 || len(jsonLines(t, &out)) != 6 {
-		t.Fatalf("%d outcomes, JSON:\n%s", len(outcomes), out.String())
-	}
-	for i, o := range outcomes {
-		if o.Pass != i/2 {
-			t.Errorf("outcome %d is of pass %d", i, o.Pass)
+	for _, p := range []string{"pass 2 of 3, in a process of its own", "pass 3 of 3, in a process of its own"} {
+		if !strings.Contains(stderr.String(), p) {
+			t.Errorf("stderr does not say %q:\n%s", p, stderr.String())
 		}
 	}
-	// faio took 1, 2 and 3 µs against 1 µs: the median pass is the second.
-	table := RenderTable(outcomes, 2)
-	if !strings.Contains(table, "| WT-fake | 2 | 200.0 | 100.0 | 2.00 | ratios of 3 passes: 1.00, 2.00, 3.00, the median pass shown | ≤ 1 | no: ratio 2.00 > 1 |") {
-		t.Errorf("table:\n%s", table)
+	table := stdout.String()[strings.Index(stdout.String(), "| workload"):]
+	if n := strings.Count(table, "ratios of 3 passes: "); n != 2 {
+		t.Errorf("%d rows list the ratios of 3 passes:\n%s", n, table)
+	}
+}
+
+// A later pass's results come from its process's JSON lines, matched to
+// the configurations of the first pass; a configuration it printed no line
+// for failed, unless the first pass skipped it, and a process that fails
+// to run fails every configuration of its pass.
+func TestRunnerChildPass(t *testing.T) {
+	skipping := fakeWorkload(func(*Env) error { return &SkipError{Reason: "not here"} }, okRun, okRun)
+	skipping.ID = "WS"
+	line := `{"workload":"WT-fake","impl":"faio","workers":2,"ops":10,"ns_per_op":300,"secs":0.000003,"gomaxprocs":2}`
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    []string // per configuration of pass 2: result ns/op, "skip" or an error's text
+	}{
+		{"one line", []string{"sh", "-c", "echo '" + line + "'; echo progress >&2; exit 1"},
+			[]string{"300", "printed no result for this configuration (exit status 1)", "skip", "skip"}},
+		{"no process", []string{"/nonexistent/faio-bench"},
+			[]string{"no such file or directory", "no such file or directory", "skip", "skip"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			var gotArgs []string
+			self := func(ctx context.Context, args ...string) (*exec.Cmd, error) {
+				gotArgs = args
+				return exec.CommandContext(ctx, tc.command[0], tc.command[1:]...), nil
+			}
+			r := &Runner{Workloads: []*Workload{fakeWorkload(nil, okRun, okRun), skipping}, Workers: []int{2},
+				Impls: Impls, Runs: 2, PassArgs: []string{"-runs", "2", "-w", "WT"},
+				Env: Env{Log: testLog{t}, Self: self}, Out: &out}
+			outcomes := r.Run()
+			if strings.Join(gotArgs, " ") != "-runs 2 -w WT -runs 1 -json-only" {
+				t.Errorf("pass 2 ran with %q", gotArgs)
+			}
+			if len(outcomes) != 8 {
+				t.Fatalf("%d outcomes: %+v", len(outcomes), outcomes)
+			}
+			for i, o := range outcomes[4:] {
+				var got string
+				switch {
+				case o.Result != nil:
+					got = fmt.Sprint(o.Result.NsPerOp)
+				case o.Skip != "":
+					got = "skip"
+				case o.Err != nil:
+					got = o.Err.Error()
+				}
+				if o.Pass != 1 || o.Workload != outcomes[i].Workload || o.Impl != outcomes[i].Impl || !strings.Contains(got, tc.want[i]) {
+					t.Errorf("pass 2, configuration %d: pass %d, %s %s: %q, want %q", i, o.Pass, o.Workload.Label(), o.Impl, got, tc.want[i])
+				}
+			}
+			if tc.name == "one line" && !strings.Contains(out.String(), line) {
+				t.Errorf("the pass's JSON line did not reach Out:\n%s", out.String())
+			}
+		})
 	}
 }
 

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +11,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"time"
 )
 
@@ -39,8 +43,17 @@ type Runner struct {
 	Env Env
 	// Runs is how many passes over every configuration Run makes, one
 	// after another (0 means 1), so that a pass's faio and goroutine runs
-	// are same-run pairs.
+	// are same-run pairs. The first pass runs in this process; each later
+	// one runs in a process of its own, started with Env.Self and
+	// PassArgs, so that it starts as fresh as the first: a process keeps
+	// what earlier runs left (Go never frees a goroutine's descriptor, and
+	// after W5b's million sleepers the collector walks a million dead
+	// ones, which slowed a later W1 by half).
 	Runs int
+	// PassArgs is the command line of a later pass (see Runs): the
+	// program's own arguments, which select the same configurations. Run
+	// adds -runs 1 and -json-only and reads the JSON lines it prints.
+	PassArgs []string
 	// Out receives the JSON lines (nil: discarded).
 	Out io.Writer
 	// Progress turns on a line on Env.Log before and after every run.
@@ -66,7 +79,8 @@ func (r *Runner) WorkersFor(w *Workload) []int {
 
 // Run runs every configuration, in order: per pass (Runs of them), per
 // workload, per worker count, per implementation (those of the workload on
-// the sides in Impls). A workload's Setup runs once, before its first run.
+// the sides in Impls). A workload's Setup runs once, before its first run
+// in this process.
 func (r *Runner) Run() []Outcome {
 	if r.Env.Log == nil {
 		r.Env.Log = io.Discard
@@ -74,50 +88,109 @@ func (r *Runner) Run() []Outcome {
 	if r.Out == nil {
 		r.Out = io.Discard
 	}
-	passes := max(r.Runs, 1)
+	first := r.runPass()
+	outcomes := first
+	for pass := 1; pass < r.Runs; pass++ {
+		outcomes = append(outcomes, r.runChildPass(pass, first)...)
+	}
+	return outcomes
+}
+
+// runPass runs every configuration once, in this process.
+func (r *Runner) runPass() []Outcome {
 	total := 0
 	for _, w := range r.Workloads {
 		total += len(r.WorkersFor(w)) * len(w.variantsOn(r.Impls))
 	}
-	total *= passes
-	type setup struct {
-		env  Env
-		err  error
-		skip *SkipError
-	}
-	setups := make(map[*Workload]*setup)
 	var outcomes []Outcome
 	k := 0
-	for pass := range passes {
-		for _, w := range r.Workloads {
-			s := setups[w]
-			if s == nil {
-				s = &setup{env: r.Env}
-				s.err = w.Setup(&s.env)
+	for _, w := range r.Workloads {
+		env := r.Env
+		setupErr := w.Setup(&env)
+		var skip *SkipError
+		switch {
+		case errors.As(setupErr, &skip):
+			fmt.Fprintf(r.Env.Log, "faio-bench: %s %v\n", w.Label(), setupErr)
+		case setupErr != nil:
+			fmt.Fprintf(r.Env.Log, "faio-bench: %s setup FAILED: %v\n", w.Label(), setupErr)
+		}
+		for _, workers := range r.WorkersFor(w) {
+			for _, v := range w.variantsOn(r.Impls) {
+				k++
+				o := Outcome{Workload: w, Impl: v.impl, Workers: workers}
 				switch {
-				case errors.As(s.err, &s.skip):
-					fmt.Fprintf(r.Env.Log, "faio-bench: %s %v\n", w.Label(), s.err)
-				case s.err != nil:
-					fmt.Fprintf(r.Env.Log, "faio-bench: %s setup FAILED: %v\n", w.Label(), s.err)
+				case skip != nil:
+					o.Skip = skip.Reason
+				case setupErr != nil:
+					o.Err = setupErr
+				default:
+					o = r.runOne(env, o, fmt.Sprintf("[%d/%d] %s %s workers=%d", k, total, w.Label(), v.impl, workers))
 				}
-				setups[w] = s
-			}
-			for _, workers := range r.WorkersFor(w) {
-				for _, v := range w.variantsOn(r.Impls) {
-					k++
-					o := Outcome{Workload: w, Impl: v.impl, Workers: workers, Pass: pass}
-					switch {
-					case s.skip != nil:
-						o.Skip = s.skip.Reason
-					case s.err != nil:
-						o.Err = s.err
-					default:
-						o = r.runOne(s.env, o, fmt.Sprintf("[%d/%d] %s %s workers=%d", k, total, w.Label(), v.impl, workers))
-					}
-					outcomes = append(outcomes, o)
-				}
+				outcomes = append(outcomes, o)
 			}
 		}
+	}
+	return outcomes
+}
+
+// runChildPass runs pass number pass (from 0) in a process of its own and
+// returns its outcomes, one per configuration of first (the first pass's),
+// in the same order. Its JSON lines go to Out as they come and its
+// progress to Env.Log. A configuration the first pass skipped is skipped;
+// one the process printed no line for failed (the process said why on
+// Env.Log).
+func (r *Runner) runChildPass(pass int, first []Outcome) []Outcome {
+	fmt.Fprintf(r.Env.Log, "faio-bench: pass %d of %d, in a process of its own\n", pass+1, r.Runs)
+	type key struct {
+		label   string
+		impl    Impl
+		workers int
+	}
+	results := map[key]Result{}
+	var runErr error
+	args := append(slices.Clip(r.PassArgs), "-runs", "1", "-json-only")
+	cmd, err := r.Env.start(context.Background(), args...)
+	if err == nil {
+		var stdout io.ReadCloser
+		if stdout, err = cmd.StdoutPipe(); err == nil {
+			cmd.Stderr = r.Env.Log
+			err = cmd.Start()
+			if err == nil {
+				sc := bufio.NewScanner(stdout)
+				sc.Buffer(nil, 1<<20)
+				for sc.Scan() {
+					line := sc.Bytes()
+					if len(line) == 0 || line[0] != '{' {
+						continue
+					}
+					fmt.Fprintf(r.Out, "%s\n", line)
+					var res Result
+					if jerr := json.Unmarshal(line, &res); jerr != nil {
+						fmt.Fprintf(r.Env.Log, "faio-bench: pass %d: a line that is not a result: %v\n", pass+1, jerr)
+						continue
+					}
+					results[key{res.Workload, res.Impl, res.Workers}] = res
+				}
+				err = cmd.Wait()
+			}
+		}
+	}
+	runErr = err
+	outcomes := make([]Outcome, len(first))
+	for i, f := range first {
+		o := Outcome{Workload: f.Workload, Impl: f.Impl, Workers: f.Workers, Pass: pass}
+		if res, ok := results[key{f.Workload.Label(), f.Impl, f.Workers}]; ok {
+			o.Result = &res
+		} else if f.Skip != "" {
+			o.Skip = f.Skip
+		} else {
+			why := "it printed no result for this configuration"
+			if runErr != nil {
+				why += fmt.Sprintf(" (%v)", runErr)
+			}
+			o.Err = fmt.Errorf("bench: pass %d ran in a process of its own: %s", pass+1, why)
+		}
+		outcomes[i] = o
 	}
 	return outcomes
 }
