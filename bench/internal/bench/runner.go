@@ -141,45 +141,12 @@ func (r *Runner) runPass() []Outcome {
 // Env.Log).
 func (r *Runner) runChildPass(pass int, first []Outcome) []Outcome {
 	fmt.Fprintf(r.Env.Log, "faio-bench: pass %d of %d, in a process of its own\n", pass+1, r.Runs)
-	type key struct {
-		label   string
-		impl    Impl
-		workers int
-	}
-	results := map[key]Result{}
-	var runErr error
-	args := append(slices.Clip(r.PassArgs), "-runs", "1", "-json-only")
-	cmd, err := r.Env.start(context.Background(), args...)
-	if err == nil {
-		var stdout io.ReadCloser
-		if stdout, err = cmd.StdoutPipe(); err == nil {
-			cmd.Stderr = r.Env.Log
-			err = cmd.Start()
-			if err == nil {
-				sc := bufio.NewScanner(stdout)
-				sc.Buffer(nil, 1<<20)
-				for sc.Scan() {
-					line := sc.Bytes()
-					if len(line) == 0 || line[0] != '{' {
-						continue
-					}
-					fmt.Fprintf(r.Out, "%s\n", line)
-					var res Result
-					if jerr := json.Unmarshal(line, &res); jerr != nil {
-						fmt.Fprintf(r.Env.Log, "faio-bench: pass %d: a line that is not a result: %v\n", pass+1, jerr)
-						continue
-					}
-					results[key{res.Workload, res.Impl, res.Workers}] = res
-				}
-				err = cmd.Wait()
-			}
-		}
-	}
-	runErr = err
+	results := map[string]Result{}
+	runErr := r.runPassProcess(func(res Result) { results[resultKey(res.Workload, res.Impl, res.Workers)] = res })
 	outcomes := make([]Outcome, len(first))
 	for i, f := range first {
 		o := Outcome{Workload: f.Workload, Impl: f.Impl, Workers: f.Workers, Pass: pass}
-		if res, ok := results[key{f.Workload.Label(), f.Impl, f.Workers}]; ok {
+		if res, ok := results[resultKey(f.Workload.Label(), f.Impl, f.Workers)]; ok {
 			o.Result = &res
 		} else if f.Skip != "" {
 			o.Skip = f.Skip
@@ -193,6 +160,45 @@ func (r *Runner) runChildPass(pass int, first []Outcome) []Outcome {
 		outcomes[i] = o
 	}
 	return outcomes
+}
+
+func resultKey(label string, impl Impl, workers int) string {
+	return fmt.Sprintf("%s/%s/%d", label, impl, workers)
+}
+
+// runPassProcess runs the program with PassArgs, -runs 1 and -json-only,
+// copies each JSON line it prints to Out and hands it to got, and returns
+// how the process ended.
+func (r *Runner) runPassProcess(got func(Result)) error {
+	args := append(slices.Clip(r.PassArgs), "-runs", "1", "-json-only")
+	cmd, err := r.Env.start(context.Background(), args...)
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = r.Env.Log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		fmt.Fprintf(r.Out, "%s\n", line)
+		var res Result
+		if err := json.Unmarshal(line, &res); err != nil {
+			fmt.Fprintf(r.Env.Log, "faio-bench: a line of the pass that is not a result: %v\n", err)
+			continue
+		}
+		got(res)
+	}
+	return cmd.Wait()
 }
 
 // runOne runs one configuration with a clean heap, an implementation on
