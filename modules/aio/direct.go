@@ -140,7 +140,7 @@ func (o *fdOp) nowait() (runtime.Result, bool) {
 // EAGAIN (not cached), EOPNOTSUPP (a file without nowait reads) or another,
 // which the ring's attempt then reports.
 //
-// A read of at most rawReadMax bytes is made as a raw system call, without
+// A read of at most rawCopyMax bytes is made as a raw system call, without
 // the scheduler's entersyscall/exitsyscall bookkeeping, which costs about
 // 100 ns, a tenth of a cached 4 KiB read: RWF_NOWAIT makes the kernel
 // return instead of waiting for the disk, so the call only copies what the
@@ -153,7 +153,7 @@ func preadNowait(fd int, b []byte, off int64) (n int, ok bool) {
 	iov.SetLen(len(capRW(b)))
 	var r uintptr
 	var errno syscall.Errno
-	if len(b) <= rawReadMax {
+	if len(b) <= rawCopyMax {
 		r, _, errno = unix.RawSyscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1,
 			uintptr(off), uintptr(uint64(off)>>32), unix.RWF_NOWAIT)
 	} else {
@@ -166,9 +166,10 @@ func preadNowait(fd int, b []byte, off int64) (n int, ok bool) {
 	return int(r), true
 }
 
-// rawReadMax is the largest cached read made as a raw system call (see
-// preadNowait): 64 KiB copy in a few microseconds.
-const rawReadMax = 64 << 10
+// rawCopyMax is the largest transfer made as a raw system call: a cached
+// read (see preadNowait) or a socket's receive or send (see rawOp). 64 KiB
+// copy in a few microseconds.
+const rawCopyMax = 64 << 10
 
 // maxRW caps one system call's transfer, as package os does, so that the
 // count fits a completion's int32; the callers loop.
@@ -259,7 +260,7 @@ func (o *fdOp) direct() runtime.Result {
 
 // rawOp is an operation whose system call on a non-blocking descriptor
 // is bounded work that never waits: a socket's receive or send of at most
-// rawReadMax bytes copies what the socket holds or has room for, up to
+// rawCopyMax bytes copies what the socket holds or has room for, up to
 // that size, and returns, EAGAIN if that is nothing. raw makes it without
 // the scheduler's entersyscall/exitsyscall bookkeeping, as the uring
 // binding makes a light submission that does not wait: about 100-170 ns a
@@ -273,11 +274,11 @@ type rawOp interface {
 	raw() runtime.Result
 }
 
-// raw is direct for a receive or a send of at most rawReadMax bytes on a
+// raw is direct for a receive or a send of at most rawCopyMax bytes on a
 // non-blocking socket (the caller's guarantee) made without the
 // scheduler's bookkeeping; for any other operation it is direct.
 func (o *fdOp) raw() runtime.Result {
-	if len(o.buf) > rawReadMax {
+	if len(o.buf) > rawCopyMax {
 		return o.direct()
 	}
 	var trap uintptr

@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/faio-go/faio/modules/runtime"
 )
 
 // A stream written in pieces from 1 byte to 200 KiB, on both sides of the
-// size up to which a socket operation is a raw system call (rawReadMax),
+// size up to which a socket operation is a raw system call (rawCopyMax),
 // while the reader takes small pieces and pauses now and then, so that
 // writes find the send buffer full, copy part of their piece and wait for
 // room: every byte arrives, in order, from tasks and from goroutines, on
@@ -23,7 +25,7 @@ func TestConnWriteReadSizes(t *testing.T) {
 		for i := range data {
 			data[i] = byte(rng.Uint32())
 		}
-		sizes := []int{1, 100, rawReadMax - 1, rawReadMax, rawReadMax + 1, 200 << 10}
+		sizes := []int{1, 100, rawCopyMax - 1, rawCopyMax, rawCopyMax + 1, 200 << 10}
 		wait := spawn(func() error {
 			for rest := data; len(rest) > 0; {
 				n := min(len(rest), sizes[rng.IntN(len(sizes))])
@@ -39,10 +41,14 @@ func TestConnWriteReadSizes(t *testing.T) {
 			return client.CloseWrite(ctx)
 		})
 		var got []byte
-		buf := make([]byte, rawReadMax+100)
+		buf := make([]byte, rawCopyMax+100)
 		for reads := 0; ; reads++ {
 			if reads%50 == 0 {
-				time.Sleep(time.Millisecond) // let the send buffer fill
+				// Let the send buffer fill (Sleep suspends a task
+				// rather than its worker, and sleeps a goroutine).
+				if err := runtime.Sleep(ctx, time.Millisecond); err != nil {
+					return err
+				}
 			}
 			n, err := server.Read(ctx, buf[:1+reads%len(buf)])
 			got = append(got, buf[:n]...)

@@ -49,14 +49,14 @@ func TestMutexUnderGC(t *testing.T) {
 	// race detector a round can take a few milliseconds, less than a
 	// cycle on a busy machine, so a fixed count of rounds proves nothing.
 	const wantGCs = 10
-	start := gcSince(0)
+	start := numGC()
 	deadline := time.Now().Add(time.Minute)
 	rounds := 0
-	for rounds < 10 || (gcSince(start) < wantGCs && time.Now().Before(deadline)) {
+	for rounds < 10 || (numGC()-start < wantGCs && time.Now().Before(deadline)) {
 		t.Run(fmt.Sprint(rounds), func(t *testing.T) { mutualExclusion(t, 300, 300, 4) })
 		rounds++
 	}
-	n := gcSince(start)
+	n := numGC() - start
 	stopGC()
 	stop = nil
 	if n < wantGCs {
@@ -64,11 +64,11 @@ func TestMutexUnderGC(t *testing.T) {
 	}
 }
 
-// gcSince returns how many collections completed since NumGC was start.
-func gcSince(start uint32) uint32 {
+// numGC returns how many collections have completed.
+func numGC() uint32 {
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
-	return ms.NumGC - start
+	return ms.NumGC
 }
 
 func mutualExclusion(t *testing.T, tasks, iters, goroutines int) {
