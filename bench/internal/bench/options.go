@@ -39,7 +39,8 @@ type Options struct {
 	// processes (W6d, W7's client) are not in it.
 	CPUProfile string
 	// Runs is -runs: how many times the whole selection runs, one pass
-	// after another, so that the faio and goroutine runs of a pass are
+	// after another, each after the first in a process of its own (see
+	// Runner.Runs), so that the faio and goroutine runs of a pass are
 	// same-run pairs; the table shows each row's median pair. Default 1.
 	Runs int
 
@@ -88,7 +89,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs made in this process to this file (go tool pprof); W6d and W7's client run in processes of their own")
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
-	fs.IntVar(&o.Runs, "runs", 1, "run the whole selection this many times, one pass after another; the table shows each row's pass with the median faio/goroutines ratio and lists every pass's ratio (this machine moves by 1.5x between runs: use 3)")
+	fs.IntVar(&o.Runs, "runs", 1, "run the whole selection this many times, one pass after another, each after the first in a fresh process (a -cpuprofile covers the first); the table shows each row's pass with the median faio/goroutines ratio and lists every pass's ratio (this machine moves by 1.5x between runs: use 3)")
 	fs.StringVar(&o.File, "file", "", "the W6/W6d data file, created once and reused (default: in the temporary directory)")
 	fs.StringVar(&o.HTTPClient, "http-client", HTTPClientAuto, "W9 load generator: auto (wrk if on PATH, the own client with -quick), wrk or own")
 	fs.StringVar(&o.Client, "client", "", "internal: run as the W7 (or W7c) client of the echo server at this address")

@@ -69,7 +69,7 @@ func TestRunnerChildPass(t *testing.T) {
 				Impls: Impls, Runs: 2, PassArgs: []string{"-runs", "2", "-w", "WT"},
 				Env: Env{Log: testLog{t}, Self: self}, Out: &out}
 			outcomes := r.Run()
-			if strings.Join(gotArgs, " ") != "-runs 2 -w WT -runs 1 -json-only" {
+			if strings.Join(gotArgs, " ") != "-runs 2 -w WT -runs 1 -json-only -cpuprofile " {
 				t.Errorf("pass 2 ran with %q", gotArgs)
 			}
 			if len(outcomes) != 8 {

@@ -52,7 +52,9 @@ type Runner struct {
 	Runs int
 	// PassArgs is the command line of a later pass (see Runs): the
 	// program's own arguments, which select the same configurations. Run
-	// adds -runs 1 and -json-only and reads the JSON lines it prints.
+	// adds -runs 1, -json-only and an empty -cpuprofile (a profile covers
+	// the first pass; a later pass writing the same file would clobber
+	// it) and reads the JSON lines it prints.
 	PassArgs []string
 	// Out receives the JSON lines (nil: discarded).
 	Out io.Writer
@@ -166,11 +168,11 @@ func resultKey(label string, impl Impl, workers int) string {
 	return fmt.Sprintf("%s/%s/%d", label, impl, workers)
 }
 
-// runPassProcess runs the program with PassArgs, -runs 1 and -json-only,
+// runPassProcess runs the program for a later pass (see PassArgs),
 // copies each JSON line it prints to Out and hands it to got, and returns
 // how the process ended.
 func (r *Runner) runPassProcess(got func(Result)) error {
-	args := append(slices.Clip(r.PassArgs), "-runs", "1", "-json-only")
+	args := append(slices.Clip(r.PassArgs), "-runs", "1", "-json-only", "-cpuprofile", "")
 	cmd, err := r.Env.start(context.Background(), args...)
 	if err != nil {
 		return err

@@ -81,8 +81,7 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 	type row struct {
 		w       *Workload
 		workers int
-		passes  []map[Impl]Outcome // by Outcome.Pass, in the order met
-		pass    map[int]int        // Outcome.Pass -> index in passes
+		passes  []map[Impl]Outcome // indexed by Outcome.Pass
 		byImpl  map[Impl]Outcome   // the pass shown
 		ratios  []float64          // every pass's ratio, in pass order
 	}
@@ -92,17 +91,14 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 		k := key{o.Workload.Label(), o.Workers}
 		r := index[k]
 		if r == nil {
-			r = &row{w: o.Workload, workers: o.Workers, pass: map[int]int{}}
+			r = &row{w: o.Workload, workers: o.Workers}
 			index[k] = r
 			rows = append(rows, r)
 		}
-		i, ok := r.pass[o.Pass]
-		if !ok {
-			i = len(r.passes)
-			r.pass[o.Pass] = i
+		for len(r.passes) <= o.Pass {
 			r.passes = append(r.passes, map[Impl]Outcome{})
 		}
-		r.passes[i][o.Impl] = o
+		r.passes[o.Pass][o.Impl] = o
 	}
 	for _, r := range rows {
 		r.byImpl, r.ratios = shownPass(r.w, r.passes)
