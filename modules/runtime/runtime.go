@@ -235,9 +235,9 @@ func (rt *Runtime) notifyOne() {
 const idShift = 11 // > log2(maxWorkers+1)
 
 // newTask prepares t to run body as a child of parent (the spawning task, or
-// the runtime's root) with ctx as its context parent; w is the spawning
-// worker, nil outside the workers. It reports false when the runtime is
-// closing.
+// the runtime's root) with ctx as its context parent; w is the worker of
+// parent when parent itself spawns, on its coroutine (Spawn), and nil
+// otherwise. It reports false when the runtime is closing.
 func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Context, w *worker) bool {
 	if rt.closing.Load() {
 		return false
@@ -257,7 +257,12 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 	if external {
 		t.flags.Store(flagExternal)
 	}
-	parent.addKid()
+	if w != nil {
+		// Spawned by parent itself, on its coroutine (Spawn).
+		parent.addOwnKid()
+	} else {
+		parent.addKid()
+	}
 	// A task with children must be in the tree, so that cancelling its
 	// ancestors reaches them.
 	parent.link()
@@ -278,7 +283,7 @@ func (rt *Runtime) finish(t *Task, w *worker) {
 		rt.noteFailure(t, err)
 	}
 	t.complete()
-	t.finishTree()
+	t.finishTree(w)
 	if w != nil {
 		w.counts.completed++
 	} else {

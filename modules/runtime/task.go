@@ -46,8 +46,12 @@ type Task struct {
 	treeParent *Task
 
 	errv  atomic.Pointer[error] // set once, by cancel
-	kids  atomic.Int64          // live children, plus kidsFinished
+	kids  atomic.Int64          // live children, plus kidsFinished and kidCredit
 	flags atomic.Uint32
+	// kidCredit is the part of kids paid in advance by the task's own
+	// spawns (see addOwnKid). Only the task's coroutine touches it, and
+	// finishTree, after the function returned.
+	kidCredit int32
 
 	// mu guards the list of linked children and the fields of ext.
 	mu         sync.Mutex
@@ -386,24 +390,61 @@ func (t *Task) linkSlow() {
 	}
 }
 
-// addKid counts a new child of t.
+// addKid counts a new child of t, from any goroutine.
 func (t *Task) addKid() { t.kids.Add(1) }
+
+// kidBatch is how many children a task's own spawns count in kids at a
+// time (see addOwnKid).
+const kidBatch = 64
+
+// addOwnKid counts a new child of t spawned by t itself, on its coroutine.
+// The spawner's core and the cores that finish the children would pass the
+// cache line of kids back and forth at every spawn (a quarter of W1's time
+// at two workers went to that add and the finishing one): the spawns
+// count their children kidBatch at a time instead, and finishTree returns
+// what was not used. Counting early only keeps kids higher, so it never
+// reads finished-and-childless too soon.
+func (t *Task) addOwnKid() {
+	if t.kidCredit == 0 {
+		t.kids.Add(kidBatch)
+		t.kidCredit = kidBatch
+	}
+	t.kidCredit--
+}
 
 // finishTree records that t's function returned; t leaves the tree once
 // its children have too, and the last one to leave takes its finished
-// parent out with it.
-func (t *Task) finishTree() {
-	if t.kids.Add(kidsFinished) != kidsFinished {
+// parent out with it. w is the worker that ran t, or nil (see leave).
+func (t *Task) finishTree(w *worker) {
+	credit := int64(t.kidCredit)
+	t.kidCredit = 0
+	if t.kids.Add(kidsFinished-credit) != kidsFinished {
 		return
 	}
+	t.leave(w)
+}
+
+// leave takes t, finished and childless, out of the tree, and with it every
+// ancestor that is now finished and childless too. On a worker, t's count
+// in its parent's kids is not taken off at once but owed by the worker
+// (see worker.owe), which settles it in one add with its siblings'.
+func (t *Task) leave(w *worker) {
 	for t != nil {
-		t = t.detach()
+		p := t.unlink()
+		if p == nil {
+			return
+		}
+		if w != nil {
+			w.owe(p)
+			return
+		}
+		t = p.release(1)
 	}
 }
 
-// detach takes t, finished and childless, out of the tree, and returns its
-// parent if that is now finished and childless too.
-func (t *Task) detach() *Task {
+// unlink takes t out of its parent's list of children and closes its
+// onDetach channel; it returns the parent, whose kids still count t.
+func (t *Task) unlink() *Task {
 	p := t.treeParent
 	if p == nil {
 		return nil
@@ -428,10 +469,16 @@ func (t *Task) detach() *Task {
 		}
 		t.mu.Unlock()
 	}
-	left := p.kids.Add(-1)
-	if p == t.rt.root {
-		if left == 0 && t.rt.closing.Load() {
-			t.rt.signalIdle()
+	return p
+}
+
+// release takes n children that left the tree off p's count, and returns
+// p if it is now finished and childless, to leave the tree in turn.
+func (p *Task) release(n int64) *Task {
+	left := p.kids.Add(-n)
+	if p == p.rt.root {
+		if left == 0 && p.rt.closing.Load() {
+			p.rt.signalIdle()
 		}
 		return nil
 	}

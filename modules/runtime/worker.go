@@ -26,7 +26,12 @@ type worker struct {
 	// Thieves may take it too (Swap), so a blocked worker strands nothing.
 	lifo     atomic.Pointer[Task]
 	lifoRuns int // consecutive LIFO runs this tick, bounded by maxLIFORuns
-	io       engine
+	// oweTo is the parent of tasks that finished here and left the tree,
+	// and owed how many of them its kids still counts (see owe).
+	oweTo *Task
+	owed  int64
+
+	io engine
 	// The timer wheel is this worker's, but not only its own to fire: a
 	// worker that Go has descheduled, or that runs a long task, must not
 	// hold up its timers, so a peer fires them once they are a tick
@@ -126,6 +131,7 @@ func (w *worker) loop() {
 		if t == nil {
 			t = w.steal()
 		}
+		w.settle(t)
 		if t != nil {
 			if w.searching {
 				w.stopSearching(true)
@@ -141,6 +147,7 @@ func (w *worker) loop() {
 		}
 		w.park()
 	}
+	w.pay()
 }
 
 // unpinAtShutdown ends a pinned worker, on its thread, which alone may
@@ -271,6 +278,46 @@ func (w *worker) runTask(t *Task) {
 	}
 }
 
+// owe notes that a child of p finished on this worker and left the tree,
+// and takes it off p's count later, with its siblings.
+//
+// Children of one parent tend to finish on a worker one after the other
+// (runInline), and each taking itself off p.kids at once passed the
+// counter's cache line between the cores that finish them, and the core
+// that spawns them, at every task. The worker owes the count only while
+// what it runs next is another child of p (settle): that one is alive, so
+// p could not have been found childless anyway. The moment the worker
+// turns to anything else, or to nothing, the debt is paid and p leaves the
+// tree if it is due to; so owing delays nothing that waits on the tree.
+func (w *worker) owe(p *Task) {
+	if w.oweTo == p {
+		w.owed++
+		return
+	}
+	w.pay()
+	w.oweTo, w.owed = p, 1
+}
+
+// settle pays the worker's debt unless next, the task it is about to run,
+// is a child of the parent it owes to (see owe).
+func (w *worker) settle(next *Task) {
+	if w.oweTo != nil && (next == nil || next.treeParent != w.oweTo) {
+		w.pay()
+	}
+}
+
+// pay takes the owed children off their parent's count.
+func (w *worker) pay() {
+	p, n := w.oweTo, w.owed
+	if p == nil {
+		return
+	}
+	w.oweTo, w.owed = nil, 0
+	if q := p.release(n); q != nil {
+		q.leave(nil)
+	}
+}
+
 // finish completes t, which ran on this worker.
 func (w *worker) finish(t *Task) {
 	if w.pinned {
@@ -363,6 +410,7 @@ func (w *worker) runInline(c *coro) bool {
 		w.handoff = t
 		return false
 	}
+	w.settle(t)
 	w.counts.polls++
 	if w.pinned {
 		w.adopt(t)
