@@ -253,15 +253,20 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 	} else {
 		t.id = rt.nextID.Add(1) << idShift
 	}
-	external := ctx != context.Context(parent)
-	if external {
-		t.flags.Store(flagExternal)
-	}
 	if w != nil {
 		// Spawned by parent itself, on its coroutine (Spawn).
 		parent.addOwnKid()
-	} else {
-		parent.addKid()
+	} else if !parent.addKidIfLive() {
+		// parent has finished and left the tree, with everything under
+		// it (its context outlived it): the task starts at the top level,
+		// as SpawnOn's do, and keeps ctx as its context parent.
+		parent = rt.root
+		t.treeParent = parent
+		parent.kids.Add(1)
+	}
+	external := ctx != context.Context(parent)
+	if external {
+		t.flags.Store(flagExternal)
 	}
 	// A task with children must be in the tree, so that cancelling its
 	// ancestors reaches them.

@@ -96,6 +96,12 @@ func (h *JoinHandle[T]) ID() uint64 { return h.task.id }
 // (see Consume), so a task spawning in a loop yields to its children now
 // and then.
 //
+// The new task is a child of ctx's task in the task tree: a BlockOn above
+// it waits for it. If ctx outlived its task, which has finished together
+// with everything under it, the new task starts at the runtime's top level
+// instead, as SpawnOn's do: only Close waits for it, and cancelling ctx
+// still cancels it.
+//
 // When ctx carries no faio task, or the runtime is closed, Spawn returns a
 // handle whose Join fails with ErrNoRuntime or ErrClosed.
 func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *JoinHandle[T] {
@@ -192,7 +198,7 @@ func startRoot[T any](rt *Runtime, fn func(context.Context) (T, error)) (*JoinHa
 		return nil, false
 	}
 	// The root's result is BlockOn's (or WaitAll's): it is observed.
-	h.task.flags.Or(flagJoined)
+	h.task.flags.Or(flagJoined | flagOnDetach)
 	rt.spawnedOutside.Add(1)
 	rt.submit(&h.task)
 	return h, true

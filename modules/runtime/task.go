@@ -31,7 +31,11 @@ import (
 // have all its children (kids counts them, with the finished bit): so a
 // cancellation still reaches the live descendants of a finished task, and
 // the moment a BlockOn root leaves the tree is the moment everything under
-// it has finished.
+// it has finished. The count is kept in batches, so that the cores running
+// a task's children do not pass its cache line around at every spawn and
+// finish (addOwnKid, worker.owe): it never reads lower than the live
+// children, and it is exact again once the task has finished and no child
+// of it is running.
 type Task struct {
 	rt   *Runtime
 	id   uint64
@@ -99,10 +103,11 @@ const (
 	flagLinked                // in treeParent.children
 	flagCompleted             // the result is published
 	flagJoined                // Join was called: a failure is observed
+	flagOnDetach              // a BlockOn root: ext.onDetach is closed when it leaves the tree
 )
 
-// kidsFinished is added to Task.kids when the task's function returns; kids
-// equal to it means finished with no live child.
+// kidsFinished is added to Task.kids when the task's function returns (less
+// the unused kidCredit); kids equal to it means finished with no live child.
 const kidsFinished = 1 << 40
 
 // taskBody is what a task runs: a JoinHandle[T] stores the function and its
@@ -390,8 +395,22 @@ func (t *Task) linkSlow() {
 	}
 }
 
-// addKid counts a new child of t, from any goroutine.
-func (t *Task) addKid() { t.kids.Add(1) }
+// addKidIfLive counts a new child of t, from any goroutine, unless t has
+// finished and left the tree with all its children (kids is kidsFinished
+// then, for good), which it reports. Counting a child there would make t
+// leave a second time when that child ends: its parent would lose the
+// count of a live child and the head of its list of children.
+func (t *Task) addKidIfLive() bool {
+	for {
+		k := t.kids.Load()
+		if k == kidsFinished {
+			return false
+		}
+		if t.kids.CompareAndSwap(k, k+1) {
+			return true
+		}
+	}
+}
 
 // kidBatch is how many children a task's own spawns count in kids at a
 // time (see addOwnKid).
@@ -462,11 +481,10 @@ func (t *Task) unlink() *Task {
 		t.prev, t.next = nil, nil
 		p.mu.Unlock()
 	}
-	if t.ext != nil {
+	if t.has(flagOnDetach) {
+		// (A flag, not t.ext: a ctx.Done call may be setting t.ext.)
 		t.mu.Lock()
-		if ch := t.ext.onDetach; ch != nil {
-			close(ch)
-		}
+		close(t.ext.onDetach)
 		t.mu.Unlock()
 	}
 	return p

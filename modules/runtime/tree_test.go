@@ -101,4 +101,79 @@ func TestTreeCountsEveryKindOfSpawn(t *testing.T) {
 		}
 	}
 	settled(t, rt, func(s Stats) bool { return s.Live == 0 })
+	// Every count owed to the root is paid once the workers turn to
+	// something else, or to nothing.
+	for deadline := time.Now().Add(5 * time.Second); rt.root.kids.Load() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the root still counts %d children", rt.root.kids.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A task's context may outlive the task. Spawning with it once the task has
+// finished, and everything under it with it, starts the new task at the top
+// level. It used to become the finished task's child again, which made that
+// task leave the tree a second time when the child ended: its parent's
+// list of children lost its head, and its count a live child, so that the
+// BlockOn around them returned while a task under it still ran.
+func TestSpawnWithTheContextOfAFinishedTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	ctxA := make(chan context.Context, 1)
+	release := make(chan struct{})
+	var bLinked atomic.Bool
+	blockOn := make(chan error, 1)
+	go func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			// B sleeps (so it is in the tree's list) until released.
+			Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				for {
+					if err := Sleep(ctx, time.Millisecond); err != nil {
+						return struct{}{}, err
+					}
+					bLinked.Store(true)
+					select {
+					case <-release:
+						return struct{}{}, nil
+					default:
+					}
+				}
+			})
+			// A sleeps too, then hands its context out and ends.
+			a := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				for !bLinked.Load() {
+					if err := Sleep(ctx, time.Millisecond); err != nil {
+						return struct{}{}, err
+					}
+				}
+				ctxA <- ctx
+				return struct{}{}, nil
+			})
+			_, err := a.Join(ctx)
+			return struct{}{}, err
+		})
+		blockOn <- err
+	}()
+	ctx := <-ctxA
+	a := Current(ctx)
+	for deadline := time.Now().Add(5 * time.Second); a.kids.Load() != kidsFinished; {
+		if time.Now().After(deadline) {
+			t.Fatalf("A never finished: kids = %#x", a.kids.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	v, err := Spawn(ctx, func(context.Context) (int, error) { return 7, nil }).Join(context.Background())
+	if v != 7 || err != nil {
+		t.Fatalf("late child: %d, %v", v, err)
+	}
+	select {
+	case err := <-blockOn:
+		t.Fatalf("BlockOn returned (%v) while a task under it still ran", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-blockOn; err != nil {
+		t.Fatal(err)
+	}
+	settled(t, rt, func(s Stats) bool { return s.Live == 0 })
 }
