@@ -57,7 +57,12 @@
 // when nobody searches (package statemachine states the protocol that
 // keeps wake-ups from being lost). When a task finishes and the next one
 // is fresh, the finished task's coroutine runs it without a switch back to
-// the loop.
+// the loop. The count of a task's live children, which tells when it and
+// everything under it have finished, is kept in batches so that the cores
+// running a parent's children do not pass its cache line back and forth:
+// the parent's own spawns count them 64 at a time, and a worker takes the
+// children that finished on it off the count in one step as soon as it
+// turns to anything but another child of the same parent.
 //
 // A timer belongs to the wheel of the worker the task suspended on, but
 // any worker fires the timers of a peer that has fallen a tick behind (one
