@@ -81,9 +81,10 @@ func opID(i int32, gen uint32) OpID { return OpID(uint64(i)<<recordGenBits | uin
 
 // Start prepares op on the ring for owner's suspension gen and returns its
 // id; the entry is submitted with the next batch (at once when
-// cfg.SubmitBatch entries are prepared, else at the next Reap or Wait).
-// cfg.Done receives the completion. Start never fails for a full
-// submission queue: it submits (and reaps) until an entry is free.
+// cfg.SubmitBatch entries are prepared, counting a socket send or receive
+// as a socketShare-th of one, else at the next Reap or Wait). cfg.Done
+// receives the completion. Start never fails for a full submission queue:
+// it submits (and reaps) until an entry is free.
 func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
 	i := r.recs.alloc()
 	rec := &r.recs.recs[i]
@@ -92,11 +93,33 @@ func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
 	op.Prep(sqe)
 	id := opID(i, rec.gen)
 	sqe.UserData = uint64(id)
-	r.pending++
-	if r.pending >= r.cfg.SubmitBatch {
+	r.pending += entryWeight(sqe)
+	if r.pending >= r.submitAt {
 		r.submit()
 	}
 	return id
+}
+
+// socketShare is how many socket sends and receives count as one entry
+// towards RingConfig.SubmitBatch (see entryWeight).
+const socketShare = 8
+
+// entryWeight is what a prepared entry adds to Ring.pending, in
+// socketShare-ths of an entry. A read or write of a file goes to a device
+// that works while the worker runs its other tasks, so it is submitted
+// early, with the next few. A socket send or receive is done by the kernel
+// on the spot, or parked on the socket until it can be: submitting it
+// before the worker runs out of tasks gains nothing and costs an
+// io_uring_enter. Counting these at an eighth, W7's server (64 echo
+// connections, two workers) made 0.65 io_uring_enter calls per round trip
+// instead of 1.75 and spent 12% less CPU per round trip (W7 1.28 -> 1.13,
+// W7c 1.25 -> 1.16 against goroutines; W6d's O_DIRECT reads unchanged).
+func entryWeight(sqe *uring.SQE) int {
+	switch sqe.Opcode {
+	case uring.OpSend, uring.OpRecv, uring.OpSendZC:
+		return 1
+	}
+	return socketShare
 }
 
 // Cancel asks the ring's worker to cancel operation id in the kernel
@@ -135,7 +158,7 @@ func (r *Ring[T]) processCancels() {
 		sqe := r.getSQE()
 		sqe.PrepAsyncCancel(uint64(id), 0)
 		sqe.UserData = cancelUserData
-		r.pending++
+		r.pending += socketShare
 	}
 	r.cancelScratch = ids[:0]
 	r.submit()
@@ -204,5 +227,7 @@ func (r *Ring[T]) submit() {
 		r.enterFailed(err)
 		return
 	}
-	r.pending = int(r.ring.SQReady())
+	// Entries the kernel did not take count in full: the next Start
+	// retries them.
+	r.pending = int(r.ring.SQReady()) * socketShare
 }

@@ -35,7 +35,7 @@ func (r Result) Err() error { return uring.ResultError(r.Res) }
 // RingConfig configures a Ring.
 type RingConfig[T any] struct {
 	Entries     int // submission queue size
-	SubmitBatch int // prepared entries that make Start submit at once
+	SubmitBatch int // prepared entries that make Start submit at once (socket sends and receives count an eighth)
 	Worker      int // the owning worker's index, for errors
 	// Flags are io_uring setup flags (uring.Setup*). With
 	// SetupDeferTaskrun or SetupSingleIssuer the ring must be attached
@@ -141,10 +141,11 @@ type Ring[T any] struct {
 	reaped int
 
 	// Operations in flight: the records, the entries prepared and not yet
-	// submitted, and the ASYNC_CANCEL requests other goroutines ask for,
-	// under cancelMu.
+	// submitted (pending, weighed by entryWeight), and the ASYNC_CANCEL
+	// requests other goroutines ask for, under cancelMu.
 	recs          records[T]
 	pending       int
+	submitAt      int // pending that makes Start submit
 	cancelMu      sync.Mutex
 	cancels       []OpID
 	cancelScratch []OpID
@@ -178,7 +179,6 @@ func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
 	if cfg.SQPollIdle > 0 {
 		params.Flags |= uring.SetupSQPoll
 		params.SQThreadIdle = uint32(min((cfg.SQPollIdle+time.Millisecond-1)/time.Millisecond, math.MaxUint32))
-		cfg.SubmitBatch = 1
 	}
 	ring, err := setup(uint32(cfg.Entries), params)
 	if err != nil {
@@ -195,7 +195,11 @@ func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
 		ring.Close()
 		return nil, fmt.Errorf("faio/driver: worker %d: eventfd: %w", cfg.Worker, err)
 	}
-	r := &Ring[T]{cfg: cfg, ring: ring, efd: efd, one: 1}
+	r := &Ring[T]{cfg: cfg, ring: ring, efd: efd, one: 1, submitAt: cfg.SubmitBatch * socketShare}
+	if cfg.SQPollIdle > 0 {
+		// Publishing costs no system call: every entry goes at once.
+		r.submitAt = 1
+	}
 	r.reapFn = r.complete
 	if r.threadBound() {
 		// Nothing is submitted before the owning thread attaches: the

@@ -784,3 +784,49 @@ func TestRingFileIOThreads(t *testing.T) {
 		t.Fatalf("io-wq limits %d bounded, %d unbounded; want 3 and the kernel's default", bounded, unbounded)
 	}
 }
+
+type sendOp struct {
+	fd  int
+	buf []byte
+}
+
+func (o *sendOp) Prep(sqe *uring.SQE) { sqe.PrepSend(o.fd, o.buf, 0) }
+
+// Start submits a batch once SubmitBatch entries are prepared, counting a
+// socket send or receive as an eighth of one (entryWeight): with
+// SubmitBatch 2, sixteen sends or two other entries.
+func TestStartWeighsSocketEntries(t *testing.T) {
+	r, err := NewRing(RingConfig[string]{Entries: 64, SubmitBatch: 2, Done: func(string, uint64, Result) bool { return true }})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	t.Cleanup(func() {
+		r.Quiesce()
+		r.Close()
+	})
+	fds := socketpair(t)
+	submitted := func() uint64 { n, _ := r.Counts(); return n }
+	for i := range 2 * socketShare {
+		if n := submitted(); n != 0 {
+			t.Fatalf("%d entries submitted after %d sends", n, i)
+		}
+		r.Start(&sendOp{fd: fds[0], buf: []byte("x")}, "send", uint64(i))
+	}
+	if n := submitted(); n != 2*socketShare {
+		t.Fatalf("%d entries submitted after %d sends, want all", n, 2*socketShare)
+	}
+	r.Start(nopOp{}, "nop", 0)
+	if n := submitted(); n != 2*socketShare {
+		t.Fatalf("one NOP was submitted on its own (%d entries submitted)", n)
+	}
+	r.Start(nopOp{}, "nop", 1)
+	if n := submitted(); n != 2*socketShare+2 {
+		t.Fatalf("%d entries submitted after two NOPs, want %d", n, 2*socketShare+2)
+	}
+	// A receive with what the sends sent is submitted by the next Reap.
+	r.Start(&recvOp{fd: fds[1], buf: make([]byte, 64)}, "recv", 0)
+	r.Reap()
+	if n := submitted(); n != 2*socketShare+3 {
+		t.Fatalf("Reap left the receive unsubmitted (%d entries submitted)", n)
+	}
+}
