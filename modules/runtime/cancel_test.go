@@ -282,6 +282,9 @@ func TestStressWakeVersusCancel(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	const n = 2000
 	var woken, cancelled, wakeTrue atomic.Int64
+	// BlockOn waits for the tasks, not for the goroutines that wake and
+	// cancel them: a waker may count its true after BlockOn returned.
+	var helpers sync.WaitGroup
 	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 		for i := 0; i < n; i++ {
 			var wp atomic.Pointer[Waker]
@@ -294,7 +297,9 @@ func TestStressWakeVersusCancel(t *testing.T) {
 				}
 				return 0, nil
 			})
+			helpers.Add(2)
 			go func() {
+				defer helpers.Done()
 				for wp.Load() == nil {
 					goruntime.Gosched()
 				}
@@ -303,6 +308,7 @@ func TestStressWakeVersusCancel(t *testing.T) {
 				}
 			}()
 			go func() {
+				defer helpers.Done()
 				for wp.Load() == nil {
 					goruntime.Gosched()
 				}
@@ -311,6 +317,7 @@ func TestStressWakeVersusCancel(t *testing.T) {
 		}
 		return 0, nil
 	})
+	helpers.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
