@@ -81,8 +81,8 @@ func opID(i int32, gen uint32) OpID { return OpID(uint64(i)<<recordGenBits | uin
 
 // Start prepares op on the ring for owner's suspension gen and returns its
 // id; the entry is submitted with the next batch (at once when
-// cfg.SubmitBatch entries are prepared, counting a socket send or receive
-// as a socketShare-th of one, else at the next Reap or Wait). cfg.Done
+// cfg.SubmitBatch entries are prepared, counting a socket entry as a
+// socketShare-th of one, else at the next Reap or Wait). cfg.Done
 // receives the completion. Start never fails for a full submission queue:
 // it submits (and reaps) until an entry is free.
 func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
@@ -100,23 +100,31 @@ func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
 	return id
 }
 
-// socketShare is how many socket sends and receives count as one entry
-// towards RingConfig.SubmitBatch (see entryWeight).
+// socketShare is how many socket entries count as one entry towards
+// RingConfig.SubmitBatch (see entryWeight).
 const socketShare = 8
 
 // entryWeight is what a prepared entry adds to Ring.pending, in
 // socketShare-ths of an entry. A read or write of a file goes to a device
 // that works while the worker runs its other tasks, so it is submitted
-// early, with the next few. A socket send or receive is done by the kernel
+// early, with the next few. An entry that only a socket can take (send,
+// receive, sendmsg, recvmsg, zero-copy send, accept) is done by the kernel
 // on the spot, or parked on the socket until it can be: submitting it
-// before the worker runs out of tasks gains nothing and costs an
-// io_uring_enter. Counting these at an eighth, W7's server (64 echo
-// connections, two workers) made 0.65 io_uring_enter calls per round trip
-// instead of 1.75 and spent 12% less CPU per round trip (W7 1.28 -> 1.13,
-// W7c 1.25 -> 1.16 against goroutines; W6d's O_DIRECT reads unchanged).
+// before the worker runs out of tasks, which it usually does within
+// microseconds, gains little and costs an io_uring_enter. (Readv and
+// writev count in full: files use them too.) Counting socket entries at an
+// eighth, W7's server (64 echo connections, two workers) made 0.65
+// io_uring_enter calls per round trip instead of 1.75, and in 3 same-run
+// pairs W7 went from 1.24 to 1.15 against goroutines (server CPU 4.78 ->
+// 4.30 us per round trip, p99 unchanged) and W7c from 1.26 to 1.18; W6d's
+// O_DIRECT reads did not move.
+//
+// The price: up to socketShare*SubmitBatch-1 socket entries wait until
+// the worker runs out of tasks or reaches its next IOInterval tick, so a
+// worker held by a long task holds them too, as it holds its queued tasks.
 func entryWeight(sqe *uring.SQE) int {
 	switch sqe.Opcode {
-	case uring.OpSend, uring.OpRecv, uring.OpSendZC:
+	case uring.OpSend, uring.OpRecv, uring.OpSendZC, uring.OpSendmsg, uring.OpRecvmsg, uring.OpAccept:
 		return 1
 	}
 	return socketShare
@@ -227,7 +235,7 @@ func (r *Ring[T]) submit() {
 		r.enterFailed(err)
 		return
 	}
-	// Entries the kernel did not take count in full: the next Start
-	// retries them.
+	// Entries the kernel did not take count in full, so that a Start
+	// soon retries them; the next Reap does at the latest.
 	r.pending = int(r.ring.SQReady()) * socketShare
 }

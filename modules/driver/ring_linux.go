@@ -35,7 +35,7 @@ func (r Result) Err() error { return uring.ResultError(r.Res) }
 // RingConfig configures a Ring.
 type RingConfig[T any] struct {
 	Entries     int // submission queue size
-	SubmitBatch int // prepared entries that make Start submit at once (socket sends and receives count an eighth)
+	SubmitBatch int // prepared entries that make Start submit at once (socket entries count an eighth, see entryWeight)
 	Worker      int // the owning worker's index, for errors
 	// Flags are io_uring setup flags (uring.Setup*). With
 	// SetupDeferTaskrun or SetupSingleIssuer the ring must be attached
@@ -195,7 +195,7 @@ func NewRing[T any](cfg RingConfig[T]) (*Ring[T], error) {
 		ring.Close()
 		return nil, fmt.Errorf("faio/driver: worker %d: eventfd: %w", cfg.Worker, err)
 	}
-	r := &Ring[T]{cfg: cfg, ring: ring, efd: efd, one: 1, submitAt: cfg.SubmitBatch * socketShare}
+	r := &Ring[T]{cfg: cfg, ring: ring, efd: efd, one: 1, submitAt: min(cfg.SubmitBatch, math.MaxInt/socketShare) * socketShare}
 	if cfg.SQPollIdle > 0 {
 		// Publishing costs no system call: every entry goes at once.
 		r.submitAt = 1

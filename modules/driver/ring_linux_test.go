@@ -823,10 +823,27 @@ func TestStartWeighsSocketEntries(t *testing.T) {
 	if n := submitted(); n != 2*socketShare+2 {
 		t.Fatalf("%d entries submitted after two NOPs, want %d", n, 2*socketShare+2)
 	}
-	// A receive with what the sends sent is submitted by the next Reap.
+	// A receive (of what the sends sent) waits for the next Reap.
 	r.Start(&recvOp{fd: fds[1], buf: make([]byte, 64)}, "recv", 0)
+	if n := submitted(); n != 2*socketShare+2 {
+		t.Fatalf("one receive was submitted on its own (%d entries submitted)", n)
+	}
 	r.Reap()
 	if n := submitted(); n != 2*socketShare+3 {
 		t.Fatalf("Reap left the receive unsubmitted (%d entries submitted)", n)
+	}
+}
+
+// Only entries that a socket alone takes count as an eighth; readv and
+// writev, which files use too, count in full.
+func TestEntryWeight(t *testing.T) {
+	for op, want := range map[uring.Op]int{
+		uring.OpSend: 1, uring.OpRecv: 1, uring.OpSendZC: 1, uring.OpSendmsg: 1, uring.OpRecvmsg: 1, uring.OpAccept: 1,
+		uring.OpRead: socketShare, uring.OpWrite: socketShare, uring.OpReadv: socketShare, uring.OpWritev: socketShare,
+		uring.OpNop: socketShare, uring.OpAsyncCancel: socketShare, uring.OpConnect: socketShare, uring.OpOpenat: socketShare,
+	} {
+		if got := entryWeight(&uring.SQE{Opcode: op}); got != want {
+			t.Errorf("entryWeight(%v) = %d, want %d", op, got, want)
+		}
 	}
 }

@@ -61,10 +61,11 @@ type Config struct {
 	TimerResolution time.Duration
 	// SubmitBatch: a worker submits its prepared I/O operations once this
 	// many are queued, and in any case when it runs out of tasks, before
-	// it sleeps, or every IOInterval ticks (default 4). A socket send or
-	// receive counts as an eighth: the kernel does it on the spot or parks
-	// it on the socket, so submitting it early gains nothing, while a
-	// file's read starts its device early.
+	// it sleeps, or every IOInterval ticks (default 4). A socket send,
+	// receive or accept counts as an eighth: the kernel does it on the spot
+	// or parks it on the socket, so submitting it early gains little, while
+	// a file's read starts its device early. A worker held by a long task
+	// holds its unsubmitted operations too, as it holds its queued tasks.
 	SubmitBatch int
 	// SQPollIdle, if positive, gives each worker's io_uring a kernel
 	// thread that submits without system calls (IORING_SETUP_SQPOLL),
