@@ -256,9 +256,10 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 	if w != nil {
 		// Spawned by parent itself, on its coroutine (Spawn).
 		parent.addOwnKid()
-	} else if !parent.addKidIfLive() {
-		// parent has finished and left the tree, with everything under
-		// it (its context outlived it): the task starts at the top level,
+	} else if parent == rt.root || !parent.addKidIfLive() {
+		// The root never leaves the tree: a plain add. Another parent
+		// may have finished and left it, with everything under it (its
+		// context outlived it): the task then starts at the top level,
 		// as SpawnOn's do, and keeps ctx as its context parent.
 		parent = rt.root
 		t.treeParent = parent

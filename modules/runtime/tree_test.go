@@ -67,31 +67,36 @@ func TestTreeCountsEveryKindOfSpawn(t *testing.T) {
 			done.Add(1)
 			return struct{}{}, nil
 		}
-		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
-			var wg sync.WaitGroup
-			for i := range fanout {
-				switch i % 3 {
-				case 0: // by the parent itself
-					spawned.Add(1)
-					Spawn(ctx, child)
-				case 1: // by a plain goroutine, with the parent's context
-					spawned.Add(1)
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
+		// A debt never paid, or a credit never returned, would make
+		// BlockOn wait for ever: that fails here instead of hanging.
+		var err error
+		within(t, 10*time.Second, "BlockOn", func() {
+			_, err = BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+				var wg sync.WaitGroup
+				for i := range fanout {
+					switch i % 3 {
+					case 0: // by the parent itself
+						spawned.Add(1)
 						Spawn(ctx, child)
-					}()
-				case 2: // by a child, with the parent's context
-					spawned.Add(2)
-					Spawn(ctx, func(context.Context) (struct{}, error) {
-						Spawn(ctx, child)
-						done.Add(1)
-						return struct{}{}, nil
-					})
+					case 1: // by a plain goroutine, with the parent's context
+						spawned.Add(1)
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							Spawn(ctx, child)
+						}()
+					case 2: // by a child, with the parent's context
+						spawned.Add(2)
+						Spawn(ctx, func(context.Context) (struct{}, error) {
+							Spawn(ctx, child)
+							done.Add(1)
+							return struct{}{}, nil
+						})
+					}
 				}
-			}
-			wg.Wait()
-			return struct{}{}, nil
+				wg.Wait()
+				return struct{}{}, nil
+			})
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -286,9 +286,11 @@ func (w *worker) runTask(t *Task) {
 // counter's cache line between the cores that finish them, and the core
 // that spawns them, at every task. The worker owes the count only while
 // what it runs next is another child of p (settle): that one is alive, so
-// p could not have been found childless anyway. The moment the worker
-// turns to anything else, or to nothing, the debt is paid and p leaves the
-// tree if it is due to; so owing delays nothing that waits on the tree.
+// p could not have been found childless anyway. At the worker's next
+// choice of task, if that is anything else or nothing, the debt is paid
+// and p leaves the tree if it is due to: owing delays what waits on the
+// tree by the few microseconds of that choice (the loop's ring and timer
+// checks) at most, and never past a task of another parent or a park.
 func (w *worker) owe(p *Task) {
 	if w.oweTo == p {
 		w.owed++
