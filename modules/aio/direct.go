@@ -299,6 +299,39 @@ func (o *fdOp) raw() runtime.Result {
 	}
 }
 
+// recvNow makes a task's receive of at most rawCopyMax bytes on the spot,
+// as a raw recvfrom with MSG_DONTWAIT (see rawOp), before the ring would:
+// done is false, and nothing was received, when the socket holds nothing
+// yet (EAGAIN) or o is not such a receive. Whatever else the call returns
+// (data, 0 for the stream's end, an error) is the receive's result, as
+// the ring's would have been.
+//
+// Measured on W7 (64 echo connections) and W9 (HTTP under wrk), where a
+// server's receive finds its request already there two times out of three
+// (the peer sent it while the task was writing its reply): a hit saves the
+// suspension, the ring entry and the resumption, a miss costs a system
+// call. W7's faio/net ratio went from 1.14 to 1.00 and its server CPU per
+// round trip from 1.07x to 0.96x of net's; W7c (1,000 connections) from
+// 1.18 to 0.97; W9 by 3%. Sends stay on the ring: made the same way they
+// took W7 from 1.14 to 1.21, since a loopback send does the peer's TCP
+// receive and wake-up inside the call, which the ring batches.
+func (o *fdOp) recvNow() (res runtime.Result, done bool) {
+	if o.opcode != uring.OpRecv || len(o.buf) > rawCopyMax {
+		return runtime.Result{}, false
+	}
+	flags := uintptr(o.flags&^unix.MSG_WAITALL | unix.MSG_DONTWAIT)
+	for {
+		r, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(o.fd), uintptr(bufPtr(o.buf)), uintptr(len(o.buf)), flags, 0, 0)
+		switch errno {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return runtime.Result{}, false
+		}
+		return sysResult(r, errno), true
+	}
+}
+
 func (o *vecOp) direct() runtime.Result {
 	if len(o.iovs) == 0 {
 		return runtime.Result{}
@@ -457,15 +490,29 @@ func (p *poller) setDeadline(write bool, t time.Time) {
 	}
 }
 
-// submitPoll runs a socket operation: on the calling task's ring; from a
-// plain goroutine, with pollWait; from a task on the portable backend, with
-// one try on the spot (the socket is non-blocking) and, if the socket is
-// not ready, pollWait on a goroutine while the task suspends. The caller
-// holds a reference and the direction's lock, so no other goroutine uses
-// the File's deadline of that direction.
+// submitPoll runs a socket operation: on the calling task's ring (a
+// receive is tried on the spot first, see recvNow); from a plain
+// goroutine, with pollWait; from a task on the portable backend, with one
+// try on the spot (the socket is non-blocking) and, if the socket is not
+// ready, pollWait on a goroutine while the task suspends. The caller holds
+// a reference and the direction's lock, so no other goroutine uses the
+// File's deadline of that direction.
 func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
 	if !runtime.InTask(ctx) {
 		return g.pollWait(ctx, op, write)
+	}
+	if f, ok := op.(*fdOp); ok && g.rt.Backend() == runtime.BackendIOUring {
+		if err := ctx.Err(); err != nil {
+			// As SubmitOn: an operation whose context has ended does
+			// not start.
+			return runtime.Result{}, err
+		}
+		if res, done := f.recvNow(); done {
+			// Done without suspending: charge the coop budget, so that
+			// a task draining a busy socket still lets others run.
+			_ = runtime.Consume(ctx)
+			return res, nil
+		}
 	}
 	res, err := runtime.SubmitOn(ctx, g.rt, op)
 	if err == nil && res.Res == -int32(unix.EAGAIN) && g.poll.Load() != nil && !g.closing() {

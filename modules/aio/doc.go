@@ -31,6 +31,14 @@
 // goes to the ring (the task's cooperative budget is charged as for any
 // operation that completes without suspending).
 //
+// Likewise a task's socket receive (Read, ReadFull) of at most 64 KiB is
+// first tried on the spot, with recvfrom(MSG_DONTWAIT): bytes already in
+// the socket, or its end, cost one system call, and only a receive that
+// has to wait goes to the ring. A server's request often arrives while
+// the task writes its previous reply, so this saves a suspension on most
+// receives of request/response traffic; sends go to the ring, where they
+// are batched.
+//
 //	ctx := runtime.WithRuntime(context.Background(), rt) // in main, say
 //	data, err := aio.ReadFile(ctx, "config.json")
 //

@@ -469,3 +469,85 @@ func TestTCPFromGoroutinesAndNet(t *testing.T) {
 		t.Fatalf("Dial without a runtime = %v, want ErrNoRuntime pointing to runtime.WithRuntime", err)
 	}
 }
+
+// A task's receive of data already in the socket is made on the spot,
+// without a ring entry; one that has to wait goes to the ring; and either
+// way the bytes, the stream's end and cancellation come out as before.
+func TestTaskReceiveOfWaitingDataSkipsTheRing(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	if rt.Backend() != runtime.BackendIOUring {
+		t.Skip("the ring path needs the io_uring backend")
+	}
+	submitted := func() uint64 { return rt.Stats().IOSubmitted }
+	runTask(t, rt, func(ctx context.Context) error {
+		client, server, err := connPair(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer server.Close(ctx)
+		const msgs = 100
+		var all []byte
+		for i := range msgs {
+			all = append(all, fmt.Sprintf("msg-%04d", i)...)
+		}
+		if _, err := client.Write(ctx, all); err != nil {
+			return err
+		}
+		// On loopback the bytes are in the server's receive queue once
+		// the send has completed.
+		before := submitted()
+		buf := make([]byte, 8)
+		for i := range msgs {
+			if n, err := server.Read(ctx, buf); err != nil || n != 8 || string(buf) != fmt.Sprintf("msg-%04d", i) {
+				return fmt.Errorf("Read %d of waiting data = %d %q, %v", i, n, buf[:n], err)
+			}
+		}
+		if d := submitted() - before; d > msgs/10 {
+			return fmt.Errorf("%d Reads of data already received submitted %d ring entries", msgs, d)
+		}
+
+		// A cancelled context receives nothing, even with data waiting.
+		if _, err := client.Write(ctx, []byte("kept")); err != nil {
+			return err
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if n, err := server.Read(cctx, buf); n != 0 || !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("Read with a cancelled context = %d, %v", n, err)
+		}
+		if n, err := server.Read(ctx, buf); err != nil || string(buf[:n]) != "kept" {
+			return fmt.Errorf("Read after the cancelled one = %q, %v; want the bytes it left", buf[:n], err)
+		}
+
+		// ReadFull takes what is there on the spot and waits on the ring
+		// for the rest.
+		if _, err := client.Write(ctx, []byte("head")); err != nil {
+			return err
+		}
+		writer := runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			if err := runtime.Sleep(ctx, 20*time.Millisecond); err != nil {
+				return 0, err
+			}
+			return client.Write(ctx, []byte("tail"))
+		})
+		before = submitted()
+		if n, err := server.ReadFull(ctx, buf); err != nil || string(buf[:n]) != "headtail" {
+			return fmt.Errorf("ReadFull across a wait = %q, %v", buf[:n], err)
+		}
+		if _, err := writer.Join(ctx); err != nil {
+			return err
+		}
+		if submitted() == before {
+			return fmt.Errorf("a ReadFull that waited submitted no ring entry")
+		}
+
+		// The stream's end, already there, is io.EOF on the spot.
+		if err := client.Close(ctx); err != nil {
+			return err
+		}
+		if n, err := server.Read(ctx, buf); n != 0 || err != io.EOF {
+			return fmt.Errorf("Read at the stream's end = %d, %v", n, err)
+		}
+		return nil
+	})
+}
