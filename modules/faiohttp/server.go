@@ -240,13 +240,14 @@ func (s *Server) logf(format string, args ...any) {
 
 // conn is one connection's state, owned by its task.
 type conn struct {
-	srv  *Server
-	nc   *aio.NetConn
-	rwc  net.Conn      // nc, or the TLS connection over it
-	lr   *limitReader  // bounds the header read
-	br   *bufio.Reader // over lr
-	bw   *bufio.Writer // over rwc
-	idle atomic.Bool   // between requests: Shutdown may close it
+	srv    *Server
+	nc     *aio.NetConn
+	remote string        // nc's remote address, every request's RemoteAddr
+	rwc    net.Conn      // nc, or the TLS connection over it
+	lr     *limitReader  // bounds the header read
+	br     *bufio.Reader // over lr
+	bw     *bufio.Writer // over rwc
+	idle   atomic.Bool   // between requests: Shutdown may close it
 }
 
 // closeIfIdle closes the connection if it waits for a request.
@@ -265,6 +266,7 @@ func (c *conn) serve(ctx context.Context) {
 		c.rwc.Close()
 	}()
 	c.rwc = c.nc
+	c.remote = c.nc.RemoteAddr().String()
 	if s.TLSConfig != nil {
 		tc := tls.Server(c.nc, s.TLSConfig)
 		if d := s.readHeaderTimeout(); d > 0 {
@@ -371,7 +373,7 @@ func isTimeout(err error) bool {
 // connection may serve another request.
 func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) {
 	s := c.srv
-	req.RemoteAddr = c.nc.RemoteAddr().String()
+	req.RemoteAddr = c.remote
 	if tc, ok := c.rwc.(*tls.Conn); ok {
 		st := tc.ConnectionState()
 		req.TLS = &st
@@ -502,7 +504,7 @@ func (w *response) WriteHeader(code int) {
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
 		// An informational response goes out at once; the real one
 		// follows.
-		fmt.Fprintf(w.c.bw, "HTTP/1.1 %03d %s\r\n", code, http.StatusText(code))
+		w.c.bw.Write(appendStatus(append(w.c.bw.AvailableBuffer(), "HTTP/1.1 "...), code))
 		w.header.Write(w.c.bw)
 		w.c.bw.WriteString("\r\n")
 		w.c.bw.Flush()
@@ -524,12 +526,8 @@ func (w *response) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !bodyAllowed(w.status) || w.req.Method == http.MethodHead {
-		if !bodyAllowed(w.status) {
-			return 0, http.ErrBodyNotAllowed
-		}
-		w.written += int64(len(p))
-		return len(p), nil
+	if !bodyAllowed(w.status) {
+		return 0, http.ErrBodyNotAllowed
 	}
 	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
 		return 0, http.ErrContentLength
@@ -540,7 +538,7 @@ func (w *response) Write(p []byte) (int, error) {
 			w.buf = append(w.buf, p...)
 			return len(p), nil
 		}
-		if err := w.sendHeader(false); err != nil {
+		if err := w.sendHeader(false, p); err != nil {
 			return 0, err
 		}
 		if err := w.body(w.buf); err != nil {
@@ -560,7 +558,7 @@ func (w *response) Flush() {
 		w.WriteHeader(http.StatusOK)
 	}
 	if w.buffering {
-		if w.sendHeader(false) != nil {
+		if w.sendHeader(false, nil) != nil {
 			return
 		}
 		if w.body(w.buf) != nil {
@@ -572,18 +570,26 @@ func (w *response) Flush() {
 }
 
 // sendHeader writes the status line and header; final says the whole body
-// is in buf.
-func (w *response) sendHeader(final bool) error {
+// is in buf, and next is the body's next bytes when buf is to be followed
+// by more (Content-Type is sniffed from buf, else from next). A HEAD
+// request's response is framed as its GET's would be where the length is
+// known, and not at all otherwise, as net/http does. The headers the server adds (Date, Content-Type,
+// Content-Length) go straight to the buffer after the handler's, as
+// net/http writes them, instead of into the handler's map: a response
+// costs no header allocation beyond what the handler made.
+func (w *response) sendHeader(final bool, next []byte) error {
 	w.buffering = false
 	w.wroteHeader = true
 	h := w.header
-	if h.Get("Date") == "" {
-		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	sniff := w.buf
+	if len(sniff) == 0 {
+		sniff = next
 	}
-	hasBody := bodyAllowed(w.status) && w.req.Method != http.MethodHead
-	if h.Get("Content-Type") == "" && hasBody && len(w.buf) > 0 && h.Get("Transfer-Encoding") == "" {
-		h.Set("Content-Type", http.DetectContentType(w.buf))
+	var contentType string
+	if bodyAllowed(w.status) && len(sniff) > 0 && !hasKey(h, "Content-Type") && !hasKey(h, "Transfer-Encoding") {
+		contentType = http.DetectContentType(sniff)
 	}
+	contentLength := -1
 	switch {
 	case !bodyAllowed(w.status):
 		h.Del("Content-Length")
@@ -592,15 +598,17 @@ func (w *response) sendHeader(final bool) error {
 	case final:
 		w.contentLength = int64(len(w.buf))
 		if w.req.Method != http.MethodHead || len(w.buf) > 0 {
-			h.Set("Content-Length", strconv.Itoa(len(w.buf)))
+			contentLength = len(w.buf)
 		}
+	case w.req.Method == http.MethodHead:
+		// The header of a body that is never sent: no framing.
 	case w.req.ProtoAtLeast(1, 1):
 		w.chunked = true
 		h.Set("Transfer-Encoding", "chunked")
 	default:
 		w.closeAfter = true
 	}
-	if strings.EqualFold(h.Get("Connection"), "close") || w.req.Close {
+	if w.req.Close || hasKey(h, "Connection") && strings.EqualFold(h.Get("Connection"), "close") {
 		w.closeAfter = true
 	}
 	if w.closeAfter && w.req.ProtoAtLeast(1, 1) {
@@ -609,16 +617,70 @@ func (w *response) sendHeader(final bool) error {
 		h.Set("Connection", "keep-alive")
 	}
 	bw := w.c.bw
-	proto := "HTTP/1.1"
-	if !w.req.ProtoAtLeast(1, 1) {
-		proto = "HTTP/1.0"
+	line := bw.AvailableBuffer()
+	if w.req.ProtoAtLeast(1, 1) {
+		line = append(line, "HTTP/1.1 "...)
+	} else {
+		line = append(line, "HTTP/1.0 "...)
 	}
-	fmt.Fprintf(bw, "%s %03d %s\r\n", proto, w.status, http.StatusText(w.status))
+	line = appendStatus(line, w.status)
+	bw.Write(line)
 	if err := h.Write(bw); err != nil {
 		return err
 	}
-	_, err := bw.WriteString("\r\n")
+	tail := bw.AvailableBuffer()
+	if !hasKey(h, "Date") {
+		tail = append(tail, "Date: "...)
+		tail = appendDate(tail)
+		tail = append(tail, "\r\n"...)
+	}
+	if contentType != "" {
+		tail = append(tail, "Content-Type: "...)
+		tail = append(tail, contentType...)
+		tail = append(tail, "\r\n"...)
+	}
+	if contentLength >= 0 {
+		tail = append(tail, "Content-Length: "...)
+		tail = strconv.AppendInt(tail, int64(contentLength), 10)
+		tail = append(tail, "\r\n"...)
+	}
+	tail = append(tail, "\r\n"...)
+	_, err := bw.Write(tail)
 	return err
+}
+
+// hasKey reports whether h has key, given in canonical form, without
+// Get's canonicalisation.
+func hasKey(h http.Header, key string) bool {
+	_, ok := h[key]
+	return ok
+}
+
+// appendStatus appends "code text\r\n", the rest of a status line.
+func appendStatus(b []byte, code int) []byte {
+	b = append(b, byte('0'+code/100), byte('0'+code/10%10), byte('0'+code%10), ' ')
+	b = append(b, http.StatusText(code)...)
+	return append(b, "\r\n"...)
+}
+
+// date caches the Date header's value for the second it names: formatting
+// it costs more than the rest of a small response's header.
+var date atomic.Pointer[dateValue]
+
+type dateValue struct {
+	sec int64
+	val []byte
+}
+
+// appendDate appends the current time as an HTTP date (http.TimeFormat).
+func appendDate(b []byte) []byte {
+	now := time.Now()
+	if d := date.Load(); d != nil && d.sec == now.Unix() {
+		return append(b, d.val...)
+	}
+	d := &dateValue{sec: now.Unix(), val: now.UTC().AppendFormat(nil, http.TimeFormat)}
+	date.Store(d)
+	return append(b, d.val...)
 }
 
 // body writes p as body bytes (one chunk when chunked).
@@ -628,7 +690,7 @@ func (w *response) body(p []byte) error {
 	}
 	bw := w.c.bw
 	if w.chunked {
-		fmt.Fprintf(bw, "%x\r\n", len(p))
+		bw.Write(append(strconv.AppendInt(bw.AvailableBuffer(), int64(len(p)), 16), "\r\n"...))
 		bw.Write(p)
 		_, err := bw.WriteString("\r\n")
 		return err
@@ -643,7 +705,7 @@ func (w *response) finish() error {
 		w.WriteHeader(http.StatusOK)
 	}
 	if w.buffering {
-		if err := w.sendHeader(true); err != nil {
+		if err := w.sendHeader(true, nil); err != nil {
 			return err
 		}
 		if err := w.body(w.buf); err != nil {

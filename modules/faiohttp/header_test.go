@@ -1,0 +1,150 @@
+package faiohttp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faio-go/faio/modules/aio"
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+// headerCases are handlers whose responses must carry the same status
+// line, headers and body from faiohttp as from net/http.
+var headerCases = map[string]http.HandlerFunc{
+	"/plain": func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") },
+	"/html":  func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html><p>hi</p></html>") },
+	"/typed": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, "{}")
+	},
+	"/dated": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Date", "Mon, 02 Jan 2006 15:04:05 GMT")
+		io.WriteString(w, "old")
+	},
+	"/empty":  func(w http.ResponseWriter, r *http.Request) {},
+	"/teapot": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) },
+	"/length": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "3")
+		io.WriteString(w, "abc")
+	},
+	"/multi": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("X-Multi", "one")
+		w.Header().Add("X-Multi", "two")
+		io.WriteString(w, "m")
+	},
+	"/chunked": func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("x", 10000))
+	},
+	"/close": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "bye")
+	},
+}
+
+// The headers faiohttp writes itself (Date, Content-Type, Content-Length)
+// and the ones it leaves to the handler come out as net/http's do, once
+// each, for GET and HEAD; Date is the current time unless the handler set
+// one.
+func TestHeadersMatchNetHTTP(t *testing.T) {
+	rt := newRuntime(t)
+	ctx := runtime.WithRuntime(context.Background(), rt)
+	mux := http.NewServeMux()
+	for path, h := range headerCases {
+		mux.HandleFunc(path, h)
+	}
+	fln, err := aio.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsrv := &Server{Handler: mux}
+	fdone := make(chan error, 1)
+	go func() { fdone <- fsrv.Serve(ctx, fln) }()
+	nln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsrv := &http.Server{Handler: mux}
+	ndone := make(chan error, 1)
+	go func() { ndone <- nsrv.Serve(nln) }()
+
+	for path := range headerCases {
+		for _, method := range []string{"GET", "HEAD"} {
+			want, err := rawRequest(nln.Addr().String(), method, path)
+			if err != nil {
+				t.Fatalf("net/http %s %s: %v", method, path, err)
+			}
+			got, err := rawRequest(fln.Addr().String(), method, path)
+			if err != nil {
+				t.Fatalf("faiohttp %s %s: %v", method, path, err)
+			}
+			if got.status != want.status || got.body != want.body || !reflect.DeepEqual(got.header, want.header) {
+				t.Errorf("%s %s:\nfaiohttp %q, %d body bytes, %v\nnet/http %q, %d body bytes, %v", method, path,
+					got.status, len(got.body), got.header, want.status, len(want.body), want.header)
+			}
+			if path == "/dated" {
+				if d := got.dates; len(d) != 1 || d[0] != "Mon, 02 Jan 2006 15:04:05 GMT" {
+					t.Errorf("%s /dated: Date %q, want the handler's, once", method, d)
+				}
+				continue
+			}
+			if d := got.dates; len(d) != 1 {
+				t.Errorf("%s %s: Date %q, want one", method, path, d)
+			} else if at, err := http.ParseTime(d[0]); err != nil || time.Since(at).Abs() > 5*time.Second {
+				t.Errorf("%s %s: Date %q (%v), want now", method, path, d[0], err)
+			}
+		}
+	}
+	fsrv.Close()
+	nsrv.Close()
+	if err := <-fdone; !errors.Is(err, ErrServerClosed) {
+		t.Error(err)
+	}
+	if err := <-ndone; !errors.Is(err, http.ErrServerClosed) {
+		t.Error(err)
+	}
+}
+
+// rawResponse is a response as it came over the wire: the status line,
+// the header without Date, the Date values, and the body.
+type rawResponse struct {
+	status string
+	header http.Header
+	dates  []string
+	body   string
+}
+
+// rawRequest sends one HTTP/1.1 request on a connection of its own and
+// reads the response with http.ReadResponse, which keeps repeated headers.
+func rawRequest(addr, method, path string) (rawResponse, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return rawResponse{}, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: test\r\n\r\n", method, path); err != nil {
+		return rawResponse{}, err
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		return rawResponse{}, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return rawResponse{}, err
+	}
+	dates := resp.Header.Values("Date")
+	resp.Header.Del("Date")
+	return rawResponse{status: resp.Status, header: resp.Header, dates: dates, body: string(body)}, nil
+}
