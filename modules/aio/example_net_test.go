@@ -123,6 +123,42 @@ func ExampleConn_Writev() {
 	// Output: "header\nbody" <nil>
 }
 
+// A NetConn's Writev sends a header and a body kept apart in one call, as
+// net.Buffers would on a *net.TCPConn.
+func ExampleNetConn_Writev() {
+	rt, err := runtime.New(runtime.Config{Workers: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	got, err := runtime.BlockOn(rt, func(ctx context.Context) (string, error) {
+		l, err := aio.Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		defer l.Close(ctx)
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			c, err := aio.Dial(ctx, "tcp", l.Addr().String())
+			if err != nil {
+				return 0, err
+			}
+			nc := c.NetConn()
+			defer nc.Close()
+			return nc.Writev([][]byte{[]byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("hello")})
+		})
+		c, err := l.Accept(ctx)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close(ctx)
+		data, err := io.ReadAll(c.NetConn())
+		return string(data), err
+	})
+	fmt.Printf("%q %v\n", got, err)
+	// Output: "HTTP/1.1 200 OK\r\n\r\nhello" <nil>
+}
+
 // SendFile: part of a file goes to a connection without passing through
 // user memory (splice on io_uring, sendfile(2) elsewhere).
 func ExampleConn_SendFile() {

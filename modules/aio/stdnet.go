@@ -163,6 +163,18 @@ func (n *NetConn) Write(b []byte) (int, error) {
 	return w, expired(ctx, err)
 }
 
+// Writev writes all of bufs, in order, with as few vectored sends as the
+// kernel allows (Conn.Writev), under the write deadline: what
+// (*net.Buffers).WriteTo does for a *net.TCPConn, which it cannot do for a
+// NetConn, since package net keeps that interface unexported. A server that
+// holds a response's header and body in separate buffers sends them in one
+// system call (or one ring entry) instead of two.
+func (n *NetConn) Writev(bufs [][]byte) (int, error) {
+	ctx := n.wd.context()
+	w, err := n.c.Writev(ctx, bufs)
+	return w, expired(ctx, err)
+}
+
 // Close closes the connection; operations in flight fail with
 // net.ErrClosed.
 func (n *NetConn) Close() error {

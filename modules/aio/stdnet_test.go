@@ -2,6 +2,7 @@ package aio
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -144,6 +146,48 @@ func TestNetConnDeadlinesFromTask(t *testing.T) {
 		_, err = c1.Read(buf)
 		if el := time.Since(start); !isTimeout(err) || el < 150*time.Millisecond {
 			return errors.Join(errors.New("deadline moved later: want a timeout after ~200ms, got it after "+el.String()), err)
+		}
+		return nil
+	})
+}
+
+// NetConn.Writev sends its buffers in order, from a task and from a
+// goroutine, and honours the write deadline as Write does.
+func TestNetConnWritev(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	c1, c2, stop, err := netPipe(goroutineCtx(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	w := c1.(*NetConn)
+	bufs := [][]byte{[]byte("head|"), nil, bytes.Repeat([]byte("b"), 100<<10), []byte("|tail")}
+	want := bytes.Join(bufs, nil)
+	check := func(ctx context.Context) error {
+		got := make(chan []byte, 1)
+		go func() {
+			b := make([]byte, len(want))
+			io.ReadFull(c2, b)
+			got <- b
+		}()
+		if n, err := w.Writev(bufs); n != len(want) || err != nil {
+			return fmt.Errorf("Writev = %d, %v; want %d, nil", n, err, len(want))
+		}
+		if b := <-got; !bytes.Equal(b, want) {
+			return errors.New("the peer read other bytes than Writev's buffers")
+		}
+		return nil
+	}
+	if err := check(goroutineCtx(rt)); err != nil {
+		t.Fatal("from a goroutine: ", err)
+	}
+	runTask(t, rt, func(ctx context.Context) error {
+		if err := check(ctx); err != nil {
+			return fmt.Errorf("from a task: %w", err)
+		}
+		c1.SetWriteDeadline(time.Now().Add(-time.Second))
+		if _, err := w.Writev(bufs); !isTimeout(err) {
+			return fmt.Errorf("Writev past the write deadline = %v, want a timeout", err)
 		}
 		return nil
 	})

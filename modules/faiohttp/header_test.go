@@ -2,6 +2,7 @@ package faiohttp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,15 @@ var headerCases = map[string]http.HandlerFunc{
 	},
 	"/chunked": func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, strings.Repeat("x", 10000))
+	},
+	"/large": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "16384")
+		w.Write(bytes.Repeat([]byte("L"), 16384))
+	},
+	"/buffered-then-large": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "20000")
+		w.Write(bytes.Repeat([]byte("a"), 3000))
+		w.Write(bytes.Repeat([]byte("b"), 17000))
 	},
 	"/close": func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
