@@ -499,7 +499,7 @@ func (p *poller) setDeadline(write bool, t time.Time) {
 // File's deadline of that direction.
 func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
 	if !runtime.InTask(ctx) {
-		return g.pollWait(ctx, op, write)
+		return g.pollWait(ctx, op, write, false)
 	}
 	if f, ok := op.(*fdOp); ok && g.rt.Backend() == runtime.BackendIOUring {
 		if err := ctx.Err(); err != nil {
@@ -552,7 +552,7 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 	}
 	// pollWait honours ctx itself and returns once the system call is
 	// over, so the task waits for it whatever ctx does.
-	oerr := offload(context.WithoutCancel(ctx), func() { res, err = g.pollWait(ctx, op, write) })
+	oerr := offload(context.WithoutCancel(ctx), func() { res, err = g.pollWait(ctx, op, write, true) })
 	if oerr != nil {
 		return runtime.Result{}, oerr
 	}
@@ -563,8 +563,9 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 // non-blocking system call, repeated whenever the netpoller says the
 // socket is ready (for writing if write is set), until it does not return
 // EAGAIN, Close begins (the result is then EAGAIN's) or ctx ends
-// (ctx.Err()).
-func (g *fdGuard) pollWait(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
+// (ctx.Err()). tried says the caller has just made the call once and met
+// EAGAIN.
+func (g *fdGuard) pollWait(ctx context.Context, op directOp, write, tried bool) (runtime.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.Result{}, err
 	}
@@ -575,9 +576,30 @@ func (g *fdGuard) pollWait(ctx context.Context, op directOp, write bool) (runtim
 	if !p.pollable {
 		return op.direct(), nil // blocks, as os does for such a device
 	}
-	// The netpoller forgets readiness seen before the wait starts
-	// (RawConn.Read resets it), so the first try is inside.
+	// When ctx can end (a NetConn's deadline context can), one try before
+	// the wait's set-up (an AfterFunc and a channel): most sends, and
+	// most receives of request/response traffic, complete here, and the
+	// set-up would be wasted on them. Without it the wait's own first try
+	// is as early, and a miss costs no extra call.
+	if !tried && ctx.Done() != nil {
+		if g.closing() {
+			return runtime.Result{Res: -int32(unix.EAGAIN)}, nil
+		}
+		// A variable of its own: res below is captured by the wait's
+		// closure, so it lives on the heap.
+		var first runtime.Result
+		if r, ok := op.(rawOp); ok {
+			first = r.raw()
+		} else {
+			first = op.direct()
+		}
+		if first.Res != -int32(unix.EAGAIN) {
+			return first, nil
+		}
+	}
 	var res runtime.Result
+	// The netpoller forgets readiness seen before the wait starts
+	// (RawConn.Read resets it), so the wait tries again inside.
 	try := func(uintptr) bool {
 		res = op.direct()
 		return res.Res != -int32(unix.EAGAIN) || g.closing()

@@ -193,6 +193,41 @@ func TestNetConnWritev(t *testing.T) {
 	})
 }
 
+// A goroutine's Write and Read through a NetConn that need not wait
+// allocate nothing: the wait's set-up (an AfterFunc on the deadline
+// context, a channel) is made only for a call that has to wait.
+func TestNetConnGoroutineCallsThatNeedNotWaitAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	c1, c2, stop, err := netPipe(goroutineCtx(rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	msg, buf := []byte("sixteen bytes!!!"), make([]byte, 16)
+	// Warm up: the first calls register the sockets with the netpoller.
+	c1.Write(msg)
+	io.ReadFull(c2, buf)
+	// 100 writes of 16 bytes fit in the socket buffers, so none waits,
+	// and neither do the reads of what they wrote.
+	if a := testing.AllocsPerRun(100, func() {
+		if _, err := c1.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("a Write that need not wait allocated %v times", a)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		if _, err := io.ReadFull(c2, buf); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("a Read of data already there allocated %v times", a)
+	}
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) && errors.As(err, &ne) && ne.Timeout()
