@@ -62,7 +62,7 @@ func submit(ctx context.Context, rt *runtime.Runtime, op directOp) (runtime.Resu
 				// cooperative budget, as every such faio operation does.
 				// The read happened: its result stands even if ctx
 				// ends meanwhile, as Submit's does.
-				_ = runtime.Consume(ctx)
+				_ = runtime.ConsumeCurrent(ctx)
 				return res, nil
 			}
 		}
@@ -510,7 +510,7 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 		if res, done := f.recvNow(); done {
 			// Done without suspending: charge the coop budget, so that
 			// a task draining a busy socket still lets others run.
-			_ = runtime.Consume(ctx)
+			_ = runtime.ConsumeCurrent(ctx)
 			return res, nil
 		}
 	}
@@ -547,7 +547,7 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 	if res.Res != -int32(unix.EAGAIN) || g.closing() {
 		// Done without waiting: charge the coop budget, as for any
 		// operation that completes without suspending.
-		_ = runtime.Consume(ctx)
+		_ = runtime.ConsumeCurrent(ctx)
 		return res, nil
 	}
 	// pollWait honours ctx itself and returns once the system call is

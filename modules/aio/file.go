@@ -186,7 +186,7 @@ func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, trie
 	// Completed without suspending: charge the task's cooperative budget,
 	// as every such faio operation does. The read happened, so its
 	// result stands whatever the budget's yield says.
-	_ = runtime.Consume(ctx)
+	_ = runtime.ConsumeCurrent(ctx)
 	return n, true, n == 0
 }
 

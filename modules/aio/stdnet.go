@@ -134,7 +134,7 @@ func expired(ctx context.Context, err error) error {
 // NetConn is an io.ReaderFrom, so io.Copy(netConn, file.IO()) sends the
 // file with Conn.SendFile (see ReadFrom). It cannot join package net's
 // batched writes, whose interface is unexported: (*net.Buffers).WriteTo
-// calls Write once per buffer; Conn.Writev writes them with one writev.
+// calls Write once per buffer; NetConn.Writev writes them with one writev.
 type NetConn struct {
 	c      *Conn
 	rd, wd deadline

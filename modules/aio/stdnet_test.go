@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,6 +226,45 @@ func TestNetConnGoroutineCallsThatNeedNotWaitAllocateNothing(t *testing.T) {
 		}
 	}); a != 0 {
 		t.Errorf("a Read of data already there allocated %v times", a)
+	}
+}
+
+// A task reading data that is already there through a NetConn, whose
+// deadline context is not the task's, still gives way to the other tasks
+// of its worker: every read done on the spot charges the running task's
+// cooperative budget.
+func TestNetConnReadsOnTheSpotLetOtherTasksRun(t *testing.T) {
+	for _, backend := range []runtime.Backend{runtime.BackendAuto, runtime.BackendPortable} {
+		t.Run(backend.String(), func(t *testing.T) {
+			rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: backend})
+			c1, c2, stop, err := netPipe(goroutineCtx(rt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			// 32 KiB fit in the socket buffers: every 16-byte read
+			// below finds its bytes already there.
+			const total = 32 << 10
+			if _, err := c2.Write(make([]byte, total)); err != nil {
+				t.Fatal(err)
+			}
+			runTask(t, rt, func(ctx context.Context) error {
+				var other atomic.Bool
+				runtime.Spawn(ctx, func(context.Context) (int, error) { other.Store(true); return 0, nil })
+				buf := make([]byte, 16)
+				for got := 0; got < total; {
+					n, err := c1.Read(buf)
+					if err != nil {
+						return err
+					}
+					got += n
+				}
+				if !other.Load() {
+					return fmt.Errorf("%d reads of data already received never let the other task of the worker run", total/16)
+				}
+				return nil
+			})
+		})
 	}
 }
 

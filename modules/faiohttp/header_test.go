@@ -54,6 +54,11 @@ var headerCases = map[string]http.HandlerFunc{
 		w.Write(bytes.Repeat([]byte("a"), 3000))
 		w.Write(bytes.Repeat([]byte("b"), 17000))
 	},
+	"/sniff-split": func(w http.ResponseWriter, r *http.Request) {
+		// The type is sniffed from what goes out first, across writes.
+		io.WriteString(w, "<")
+		io.WriteString(w, "html><body>"+strings.Repeat("x", 17000)+"</body></html>")
+	},
 	"/close": func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		io.WriteString(w, "bye")
@@ -96,9 +101,11 @@ func TestHeadersMatchNetHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("faiohttp %s %s: %v", method, path, err)
 			}
-			if got.status != want.status || got.body != want.body || !reflect.DeepEqual(got.header, want.header) {
-				t.Errorf("%s %s:\nfaiohttp %q, %d body bytes, %v\nnet/http %q, %d body bytes, %v", method, path,
-					got.status, len(got.body), got.header, want.status, len(want.body), want.header)
+			if got.status != want.status || got.body != want.body || !reflect.DeepEqual(got.header, want.header) ||
+				got.framing != want.framing || got.next != want.next {
+				t.Errorf("%s %s:\nfaiohttp %q, %d body bytes, %v, %s, then %q\nnet/http %q, %d body bytes, %v, %s, then %q", method, path,
+					got.status, len(got.body), got.header, got.framing, got.next,
+					want.status, len(want.body), want.header, want.framing, want.next)
 			}
 			if path == "/dated" {
 				if d := got.dates; len(d) != 1 || d[0] != "Mon, 02 Jan 2006 15:04:05 GMT" {
@@ -124,16 +131,23 @@ func TestHeadersMatchNetHTTP(t *testing.T) {
 }
 
 // rawResponse is a response as it came over the wire: the status line,
-// the header without Date, the Date values, and the body.
+// the header without Date, the Date values, the body, how it was framed
+// (http.ReadResponse takes Transfer-Encoding, and Content-Length when
+// chunked, out of the header), and what a second request on the same
+// connection got.
 type rawResponse struct {
-	status string
-	header http.Header
-	dates  []string
-	body   string
+	status  string
+	header  http.Header
+	dates   []string
+	body    string
+	framing string
+	next    string
 }
 
-// rawRequest sends one HTTP/1.1 request on a connection of its own and
-// reads the response with http.ReadResponse, which keeps repeated headers.
+// rawRequest sends an HTTP/1.1 request on a connection of its own and
+// reads the response with http.ReadResponse, which keeps repeated headers;
+// unless the response closes the connection, a GET /plain follows on it,
+// which stray or missing body bytes would break.
 func rawRequest(addr, method, path string) (rawResponse, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -156,5 +170,66 @@ func rawRequest(addr, method, path string) (rawResponse, error) {
 	}
 	dates := resp.Header.Values("Date")
 	resp.Header.Del("Date")
-	return rawResponse{status: resp.Status, header: resp.Header, dates: dates, body: string(body)}, nil
+	r := rawResponse{status: resp.Status, header: resp.Header, dates: dates, body: string(body),
+		framing: fmt.Sprintf("length %d, transfer encoding %v, close %v", resp.ContentLength, resp.TransferEncoding, resp.Close)}
+	if resp.Close {
+		return r, nil
+	}
+	if _, err := io.WriteString(c, "GET /plain HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+		return rawResponse{}, err
+	}
+	next, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+	if err != nil {
+		r.next = "error: " + err.Error()
+		return r, nil
+	}
+	nb, err := io.ReadAll(next.Body)
+	next.Body.Close()
+	r.next = fmt.Sprintf("%s %q %v", next.Status, nb, err)
+	return r, nil
+}
+
+// Once a send of the response has failed, every later Write of the
+// handler fails too, as with net/http, even one small enough to be
+// buffered, and the connection is not reused.
+func TestWriteErrorIsSticky(t *testing.T) {
+	rt := newRuntime(t)
+	ctx := runtime.WithRuntime(context.Background(), rt)
+	ln, err := aio.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan [2]error, 1)
+	srv := &Server{
+		// A deadline already past when the response is written.
+		WriteTimeout: time.Nanosecond,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "16389")
+			_, err1 := w.Write(bytes.Repeat([]byte("x"), 16384))
+			_, err2 := w.Write([]byte("small"))
+			errs <- [2]error{err1, err2}
+		}),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-errs:
+		if e[0] == nil || e[1] == nil {
+			t.Errorf("Write of the body = %v, then a small Write = %v; want both to fail", e[0], e[1])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not finish")
+	}
+	srv.Close()
+	if err := <-done; !errors.Is(err, ErrServerClosed) {
+		t.Error(err)
+	}
 }

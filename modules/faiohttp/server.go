@@ -489,6 +489,11 @@ type response struct {
 	written       int64
 	closeAfter    bool
 	abort         bool
+	// werr is the error of a vectored send that failed: bufio, which
+	// keeps the first error of its writes, was bypassed, so the response
+	// keeps it instead and returns it from every later Write, and the
+	// connection closes.
+	werr error
 }
 
 const bufferLimit = 4096
@@ -524,6 +529,9 @@ func (w *response) WriteHeader(code int) {
 }
 
 func (w *response) Write(p []byte) (int, error) {
+	if w.werr != nil {
+		return 0, w.werr
+	}
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -560,7 +568,7 @@ func (w *response) Write(p []byte) (int, error) {
 			_, err := nc.Writev([][]byte{hb.Bytes(), w.buf, p})
 			w.buf = nil
 			if err != nil {
-				w.closeAfter = true
+				w.werr, w.closeAfter = err, true
 				return 0, err
 			}
 			return len(p), nil
@@ -583,6 +591,9 @@ func (w *response) Write(p []byte) (int, error) {
 
 // Flush sends what is buffered (http.Flusher).
 func (w *response) Flush() {
+	if w.werr != nil {
+		return
+	}
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -610,9 +621,12 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 	w.buffering = false
 	w.wroteHeader = true
 	h := w.header
+	// What goes out first, up to the 512 bytes DetectContentType reads.
 	sniff := w.buf
 	if len(sniff) == 0 {
 		sniff = next
+	} else if len(sniff) < 512 && len(next) > 0 {
+		sniff = append(sniff[:len(sniff):len(sniff)], next[:min(len(next), 512-len(sniff))]...)
 	}
 	var contentType string
 	if bodyAllowed(w.status) && len(sniff) > 0 && !hasKey(h, "Content-Type") && !hasKey(h, "Transfer-Encoding") {
@@ -741,6 +755,9 @@ func (w *response) body(p []byte) error {
 
 // finish completes the response after the handler returned.
 func (w *response) finish() error {
+	if w.werr != nil {
+		return w.werr
+	}
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}

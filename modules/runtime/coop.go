@@ -43,3 +43,25 @@ func consumeSlow(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// ConsumeCurrent is Consume for a caller that runs on a task (InTask
+// reported so) with a context that may not be the task's: a net.Conn
+// adapter's deadline context, or any context made from
+// context.Background. It charges the budget of the task running on the
+// calling goroutine, found from the goroutine when ctx does not lead to
+// it (a table probe), and yields that task when the budget is spent.
+// Outside a task it charges nothing. It returns ctx.Err().
+func ConsumeCurrent(ctx context.Context) error {
+	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
+		return Consume(ctx)
+	}
+	t := taskFor(ctx)
+	if t == nil {
+		return ctx.Err()
+	}
+	t.coro.budget++
+	if t.coro.budget >= CoopBudget {
+		return Yield(ctx)
+	}
+	return ctx.Err()
+}

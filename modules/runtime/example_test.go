@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -191,4 +192,28 @@ func ExampleInTask() {
 	// Output:
 	// goroutine: make the system call here
 	// task: suspend on the ring
+}
+
+// ConsumeCurrent charges the running task even when the operation's
+// context is not the task's own: a loop of 1,000 operations that never
+// suspend, made with context.Background, still gives way to the other
+// task of its worker.
+func ExampleConsumeCurrent() {
+	rt, err := runtime.New(runtime.Config{Workers: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	ranBetween, _ := runtime.BlockOn(rt, func(ctx context.Context) (bool, error) {
+		var other atomic.Bool
+		runtime.Spawn(ctx, func(context.Context) (int, error) { other.Store(true); return 0, nil })
+		for range 1000 {
+			// An operation done on the spot, under a context of its own.
+			runtime.ConsumeCurrent(context.Background())
+		}
+		return other.Load(), nil
+	})
+	fmt.Println("the other task ran during the loop:", ranBetween)
+	// Output: the other task ran during the loop: true
 }
