@@ -204,6 +204,9 @@ func TestWriteErrorIsSticky(t *testing.T) {
 		// A deadline already past when the response is written.
 		WriteTimeout: time.Nanosecond,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Long enough for the deadline's timer to have fired on a
+			// busy machine too.
+			runtime.Sleep(r.Context(), 50*time.Millisecond)
 			w.Header().Set("Content-Length", "16389")
 			_, err1 := w.Write(bytes.Repeat([]byte("x"), 16384))
 			_, err2 := w.Write([]byte("small"))
