@@ -274,9 +274,10 @@ type rawOp interface {
 	raw() runtime.Result
 }
 
-// raw is direct for a receive or a send of at most rawCopyMax bytes on a
-// non-blocking socket (the caller's guarantee) made without the
-// scheduler's bookkeeping; for any other operation it is direct.
+// raw is direct for a receive or a send of at most rawCopyMax bytes made
+// without the scheduler's bookkeeping, with MSG_DONTWAIT, so that it
+// never waits even on a socket left blocking for the ring (recvNow); for
+// any other operation it is direct.
 func (o *fdOp) raw() runtime.Result {
 	if len(o.buf) > rawCopyMax {
 		return o.direct()
@@ -290,7 +291,7 @@ func (o *fdOp) raw() runtime.Result {
 	default:
 		return o.direct()
 	}
-	flags := uintptr(o.flags &^ unix.MSG_WAITALL)
+	flags := uintptr(o.flags&^unix.MSG_WAITALL | unix.MSG_DONTWAIT)
 	for {
 		r, _, errno := unix.RawSyscall6(trap, uintptr(o.fd), uintptr(bufPtr(o.buf)), uintptr(len(o.buf)), flags, 0, 0)
 		if errno != unix.EINTR {
@@ -319,17 +320,10 @@ func (o *fdOp) recvNow() (res runtime.Result, done bool) {
 	if o.opcode != uring.OpRecv || len(o.buf) > rawCopyMax {
 		return runtime.Result{}, false
 	}
-	flags := uintptr(o.flags&^unix.MSG_WAITALL | unix.MSG_DONTWAIT)
-	for {
-		r, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(o.fd), uintptr(bufPtr(o.buf)), uintptr(len(o.buf)), flags, 0, 0)
-		switch errno {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return runtime.Result{}, false
-		}
-		return sysResult(r, errno), true
+	if res = o.raw(); res.Res == -int32(unix.EAGAIN) {
+		return runtime.Result{}, false
 	}
+	return res, true
 }
 
 func (o *vecOp) direct() runtime.Result {
