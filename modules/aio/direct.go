@@ -276,8 +276,8 @@ type rawOp interface {
 
 // raw is direct for a receive or a send of at most rawCopyMax bytes made
 // without the scheduler's bookkeeping, with MSG_DONTWAIT, so that it
-// never waits even on a socket left blocking for the ring (recvNow); for
-// any other operation it is direct.
+// never waits even on a socket left blocking for the ring (submitPoll's
+// receive on the spot); for any other operation it is direct.
 func (o *fdOp) raw() runtime.Result {
 	if len(o.buf) > rawCopyMax {
 		return o.direct()
@@ -300,30 +300,14 @@ func (o *fdOp) raw() runtime.Result {
 	}
 }
 
-// recvNow makes a task's receive of at most rawCopyMax bytes on the spot,
-// as a raw recvfrom with MSG_DONTWAIT (see rawOp), before the ring would:
-// done is false, and nothing was received, when the socket holds nothing
-// yet (EAGAIN) or o is not such a receive. Whatever else the call returns
-// (data, 0 for the stream's end, an error) is the receive's result, as
-// the ring's would have been.
-//
-// Measured on W7 (64 echo connections) and W9 (HTTP under wrk), where a
-// server's receive finds its request already there two times out of three
-// (the peer sent it while the task was writing its reply): a hit saves the
-// suspension, the ring entry and the resumption, a miss costs a system
-// call. W7's faio/net ratio went from 1.14 to 1.00 and its server CPU per
-// round trip from 1.07x to 0.96x of net's; W7c (1,000 connections) from
-// 1.18 to 0.97; W9 by 3%. Sends stay on the ring: made the same way they
-// took W7 from 1.14 to 1.21, since a loopback send does the peer's TCP
-// receive and wake-up inside the call, which the ring batches.
-func (o *fdOp) recvNow() (res runtime.Result, done bool) {
-	if o.opcode != uring.OpRecv || len(o.buf) > rawCopyMax {
-		return runtime.Result{}, false
+// tryNow makes op once, without waiting for the socket: raw for a
+// transfer that can be (see rawOp), else direct on the non-blocking
+// descriptor.
+func tryNow(op directOp) runtime.Result {
+	if r, ok := op.(rawOp); ok {
+		return r.raw()
 	}
-	if res = o.raw(); res.Res == -int32(unix.EAGAIN) {
-		return runtime.Result{}, false
-	}
-	return res, true
+	return op.direct()
 }
 
 func (o *vecOp) direct() runtime.Result {
@@ -485,7 +469,7 @@ func (p *poller) setDeadline(write bool, t time.Time) {
 }
 
 // submitPoll runs a socket operation: on the calling task's ring (a
-// receive is tried on the spot first, see recvNow); from a plain
+// receive is tried on the spot first); from a plain
 // goroutine, with pollWait; from a task on the portable backend, with one
 // try on the spot (the socket is non-blocking) and, if the socket is not
 // ready, pollWait on a goroutine while the task suspends. The caller holds
@@ -495,13 +479,23 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 	if !runtime.InTask(ctx) {
 		return g.pollWait(ctx, op, write, false)
 	}
-	if f, ok := op.(*fdOp); ok && g.rt.Backend() == runtime.BackendIOUring {
+	if f, ok := op.(*fdOp); ok && f.opcode == uring.OpRecv && len(f.buf) <= rawCopyMax && g.rt.Backend() == runtime.BackendIOUring {
+		// A receive is tried on the spot before the ring: in
+		// request/response traffic the next request has usually arrived
+		// while the task wrote its reply (two receives in three on W7
+		// and W9), and a hit saves the suspension, the ring entry and
+		// the resumption, where a miss costs a system call. W7's
+		// faio/net ratio went from 1.14 to 1.00 (server CPU per round
+		// trip 1.07x to 0.96x of net's), W7c's from 1.18 to 0.97. Sends
+		// stay on the ring: made the same way they took W7 to 1.21,
+		// since a loopback send does the peer's receive and wake-up
+		// inside the call, which the ring batches.
 		if err := ctx.Err(); err != nil {
 			// As SubmitOn: an operation whose context has ended does
 			// not start.
 			return runtime.Result{}, err
 		}
-		if res, done := f.recvNow(); done {
+		if res := f.raw(); res.Res != -int32(unix.EAGAIN) {
 			// Done without suspending: charge the coop budget, so that
 			// a task draining a busy socket still lets others run.
 			_ = runtime.ConsumeCurrent(ctx)
@@ -533,10 +527,8 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 		if res, err = blocking(ctx, op.direct); err != nil {
 			return res, err
 		}
-	} else if r, ok := op.(rawOp); ok {
-		res = r.raw()
 	} else {
-		res = op.direct()
+		res = tryNow(op)
 	}
 	if res.Res != -int32(unix.EAGAIN) || g.closing() {
 		// Done without waiting: charge the coop budget, as for any
@@ -579,15 +571,9 @@ func (g *fdGuard) pollWait(ctx context.Context, op directOp, write, tried bool) 
 		if g.closing() {
 			return runtime.Result{Res: -int32(unix.EAGAIN)}, nil
 		}
-		// A variable of its own: res below is captured by the wait's
-		// closure, so it lives on the heap.
-		var first runtime.Result
-		if r, ok := op.(rawOp); ok {
-			first = r.raw()
-		} else {
-			first = op.direct()
-		}
-		if first.Res != -int32(unix.EAGAIN) {
+		// Not into res below, which the wait's closure captures and so
+		// lives on the heap.
+		if first := tryNow(op); first.Res != -int32(unix.EAGAIN) {
 			return first, nil
 		}
 	}

@@ -18,14 +18,21 @@ func Consume(ctx context.Context) error {
 	// The common case, in direct calls: ctx is the task's own context and
 	// the caller is that task.
 	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
-		c := t.coro
-		c.budget++
-		if c.budget >= CoopBudget {
+		if t.charge() {
 			return Yield(ctx)
 		}
 		return t.Err()
 	}
 	return consumeSlow(ctx)
+}
+
+// charge takes one unit of the running task's budget and reports whether
+// the budget is spent (the caller then yields). Only the task's own
+// coroutine calls it.
+func (t *Task) charge() bool {
+	c := t.coro
+	c.budget++
+	return c.budget >= CoopBudget
 }
 
 // consumeSlow is Consume for a context derived from the task's, or a
@@ -35,11 +42,8 @@ func consumeSlow(ctx context.Context) error {
 	// the general lookup of taskFor (a table probe for every plain
 	// goroutine) would tax each goroutine-side channel or lock operation
 	// for a budget that does not apply to them.
-	if t := Current(ctx).running(); t != nil {
-		t.coro.budget++
-		if t.coro.budget >= CoopBudget {
-			return Yield(ctx)
-		}
+	if t := Current(ctx).running(); t != nil && t.charge() {
+		return Yield(ctx)
 	}
 	return ctx.Err()
 }
@@ -53,14 +57,9 @@ func consumeSlow(ctx context.Context) error {
 // Outside a task it charges nothing. It returns ctx.Err().
 func ConsumeCurrent(ctx context.Context) error {
 	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
-		return Consume(ctx)
+		return Consume(ctx) // the fast path, without taskFor's lookups
 	}
-	t := taskFor(ctx)
-	if t == nil {
-		return ctx.Err()
-	}
-	t.coro.budget++
-	if t.coro.budget >= CoopBudget {
+	if t := taskFor(ctx); t != nil && t.charge() {
 		return Yield(ctx)
 	}
 	return ctx.Err()
