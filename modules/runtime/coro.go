@@ -44,76 +44,100 @@ type coro struct {
 	ioDone  bool // the completion arrived (set by ioDone)
 }
 
-// coroutines maps the identity of every live coroutine goroutine to its
-// coro, so BlockOn and Close can refuse to run on one.
-var coroutines coroTable
-
-// coroTable is a set of coroutines keyed by their goroutine's identity,
-// in shards that each hold a plain map under a read-write mutex. Every new
-// coroutine is entered and every ended one removed, so a workload of many
-// sleepers (a coroutine each) pays for it per task: a sync.Map took 3-5%
-// of W5's CPU and about 80 bytes per coroutine, a shard's map about 25.
-// Lookups come from BlockOn and Close, from a task suspending with a
-// context not its own, and from plain goroutines calling faio (each of
-// their operations asks whether it runs in a task): they share the read
-// lock. A shard's map is rebuilt smaller once it holds an eighth of its
-// peak, so that a burst of a million sleepers does not keep its table.
-type coroTable struct {
-	shards [coroShards]struct {
-		mu   sync.RWMutex
-		m    map[uintptr]*coro
-		peak int      // most entries m held since it was made
-		_    [24]byte // one shard per cache line
+// Which goroutine is a faio coroutine, and which one: BlockOn and Close
+// refuse to run on one, a task that suspends with a context not its own
+// must still suspend rather than block its worker, and a plain goroutine
+// calling faio (each of its operations asks whether it runs in a task)
+// must get a fast "no".
+//
+// A coroutine that runs code is its worker's current (runTask stores it
+// before resuming it, and only that worker's loop changes it, which waits
+// in the resumption meanwhile), so the answer is among the workers'
+// current coroutines: coroOf compares their identities with the caller's.
+// A goroutine clears its coroutine's identity before it ends, so a later
+// goroutine given the same g never passes for it. To spare plain goroutines
+// the walk over every worker, coroBuckets counts live coroutines by a hash
+// of their identity: a zero count is a sure "no".
+//
+// There is no table of coroutines: a map of them cost every new coroutine
+// an entry and every ended one a deletion, and in a map of a million
+// entries (W5b's sleepers, which end one after another once they wake)
+// the deletions took a quarter of the time to wake them all.
+var (
+	coroBuckets [1 << coroBucketBits]atomic.Int32
+	allWorkers  struct {
+		mu   sync.Mutex
+		list atomic.Pointer[[]*worker] // every worker of every open runtime
 	}
-}
-
-const (
-	coroShardBits = 4
-	coroShards    = 1 << coroShardBits
-	// coroShrinkMin is the smallest peak worth rebuilding a map for.
-	coroShrinkMin = 1024
 )
 
-// shard picks g's shard by Fibonacci hashing: g is a goroutine's address
-// on amd64 and arm64 (see getg), a sequential id elsewhere.
-func (tb *coroTable) shard(g uintptr) int {
-	return int(uint64(g) * 0x9E3779B97F4A7C15 >> (64 - coroShardBits))
+// coroBucketBits: 65,536 counters (256 KiB). With fewer live coroutines
+// than that, most goroutines find a zero.
+const coroBucketBits = 16
+
+// coroBucket is g's counter, picked by Fibonacci hashing: g is a
+// goroutine's address on amd64 and arm64 (see getg), a sequential id
+// elsewhere.
+func coroBucket(g uintptr) *atomic.Int32 {
+	return &coroBuckets[uint64(g)*0x9E3779B97F4A7C15>>(64-coroBucketBits)]
 }
 
-func (tb *coroTable) store(g uintptr, c *coro) {
-	s := &tb.shards[tb.shard(g)]
-	s.mu.Lock()
-	if s.m == nil {
-		s.m = make(map[uintptr]*coro)
+// coroOf returns the coroutine that g, the calling goroutine, is, or nil.
+func coroOf(g uintptr) *coro {
+	if coroBucket(g).Load() == 0 {
+		return nil
 	}
-	s.m[g] = c
-	s.peak = max(s.peak, len(s.m))
-	s.mu.Unlock()
-}
-
-func (tb *coroTable) delete(g uintptr) {
-	s := &tb.shards[tb.shard(g)]
-	s.mu.Lock()
-	delete(s.m, g)
-	if n := len(s.m); s.peak >= coroShrinkMin && n < s.peak/8 {
-		// A Go map keeps its storage when entries go: copy what is
-		// left into a map of its size. The copy is paid for by the
-		// 7/8 of the peak deleted since the last one.
-		m := make(map[uintptr]*coro, n)
-		for k, v := range s.m {
-			m[k] = v
+	if ws := allWorkers.list.Load(); ws != nil {
+		for _, w := range *ws {
+			if c := w.current.Load(); c != nil && c.goid.Load() == g {
+				return c
+			}
 		}
-		s.m, s.peak = m, n
 	}
-	s.mu.Unlock()
+	return nil
 }
 
-func (tb *coroTable) load(g uintptr) (*coro, bool) {
-	s := &tb.shards[tb.shard(g)]
-	s.mu.RLock()
-	c, ok := s.m[g]
-	s.mu.RUnlock()
-	return c, ok
+// registerWorkers makes the workers of a new runtime known to coroOf.
+func registerWorkers(ws []*worker) {
+	allWorkers.mu.Lock()
+	defer allWorkers.mu.Unlock()
+	var list []*worker
+	if old := allWorkers.list.Load(); old != nil {
+		list = append(list, *old...)
+	}
+	list = append(list, ws...)
+	allWorkers.list.Store(&list)
+}
+
+// unregisterWorkers forgets the workers of a closed runtime.
+func unregisterWorkers(rt *Runtime) {
+	allWorkers.mu.Lock()
+	defer allWorkers.mu.Unlock()
+	old := allWorkers.list.Load()
+	if old == nil {
+		return
+	}
+	var list []*worker
+	for _, w := range *old {
+		if w.rt != rt {
+			list = append(list, w)
+		}
+	}
+	allWorkers.list.Store(&list)
+}
+
+// started counts the coroutine whose goroutine g has just started.
+func (c *coro) started(g uintptr) {
+	coroBucket(g).Add(1)
+	c.goid.Store(g)
+}
+
+// ended runs last on the coroutine's goroutine, however it ends (its loop
+// stopped, a Goexit, a panic): from now on nothing may take the goroutine
+// that Go gives g to next for this coroutine.
+func (c *coro) ended(g uintptr) {
+	c.goid.Store(0)
+	coroBucket(g).Add(-1)
 }
 
 // newCoro starts a coroutine and runs it up to its first yield, so that its
@@ -129,9 +153,8 @@ func newCoro() *coro {
 	c.next, c.stop = iter.Pull(func(yield func(struct{}) bool) {
 		c.yield = yield
 		g := getg()
-		c.goid.Store(g)
-		coroutines.store(g, c)
-		defer coroutines.delete(g)
+		c.started(g)
+		defer c.ended(g)
 		if !yield(struct{}{}) {
 			return
 		}
@@ -155,11 +178,10 @@ func newCoro() *coro {
 }
 
 // onCoroutine reports whether the caller runs on a faio coroutine, that is
-// in a task. Worker loops are not in the map: the only code of others they
+// in a task. Worker loops are not coroutines: the only code of others they
 // run is the register functions given to Suspend, which must not block.
 func onCoroutine() bool {
-	_, ok := coroutines.load(getg())
-	return ok
+	return coroOf(getg()) != nil
 }
 
 // PanicError is the error Join returns for a task that panicked.

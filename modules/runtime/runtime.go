@@ -106,6 +106,7 @@ func New(cfg Config) (*Runtime, error) {
 		// leave park.
 		rt.watchdog = watchdog.Start((*watchedWorkers)(rt), cfg.StallThreshold)
 	}
+	registerWorkers(rt.workers)
 	for _, w := range rt.workers {
 		rt.workerWG.Add(1)
 		go func() {
@@ -353,6 +354,7 @@ func (rt *Runtime) Close() error {
 			}
 		}()
 		<-stopped
+		unregisterWorkers(rt)
 		for _, w := range rt.workers {
 			w.coros = nil
 			w.io.Quiesce()

@@ -238,7 +238,7 @@ func taskFor(ctx context.Context) *Task {
 	if t := Current(ctx).running(); t != nil {
 		return t
 	}
-	if c, ok := coroutines.load(getg()); ok {
+	if c := coroOf(getg()); c != nil {
 		// We are this coroutine, so its task field is ours to read.
 		return c.task
 	}
