@@ -194,7 +194,7 @@ typedef struct faio_config {
     int32_t global_queue_interval; /* ticks between global-queue checks; 0: 61 */
     int32_t io_interval;           /* ticks between I/O polls of a busy worker; 0: 61 */
     int32_t submit_batch;          /* SQEs queued before a submit (socket ones count 1/8); 0: 4 */
-    int64_t timer_resolution_ns;   /* timer wheel granularity; 0: 1 ms */
+    int64_t timer_resolution_ns;   /* timer wheel granularity; 0: 100 us */
     int64_t stall_threshold_ns;    /* watchdog threshold; 0: 10 ms, < 0: off, else >= 1 ms (FAIO_EINVAL below) */
     int32_t io_backend;            /* enum faio_backend; 0: FAIO_BACKEND_AUTO */
     int32_t reserved32;            /* must be zero */
