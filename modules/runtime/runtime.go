@@ -58,6 +58,10 @@ type Runtime struct {
 	backend          Backend // BackendIOUring or BackendPortable
 	watchdog         *watchdog.Watchdog
 	failures         failures
+	// fdp is the readiness poller of RegisterFD, made at its first call;
+	// fdpReady is its poller once made, for the workers to collect from.
+	fdp      fdPollerOnce
+	fdpReady atomic.Pointer[fdPoller]
 }
 
 // New starts a runtime configured by cfg (the zero Config means defaults).
@@ -105,6 +109,13 @@ func New(cfg Config) (*Runtime, error) {
 		// Before the workers start: they read rt.watchdog when they
 		// leave park.
 		rt.watchdog = watchdog.Start((*watchedWorkers)(rt), cfg.StallThreshold)
+	}
+	if rt.backend == BackendPortable {
+		// Tasks wait for sockets there (see RegisterFD): made now, so
+		// that the first wait does not pay for it. Without it (it cannot
+		// fail but for a lack of descriptors) package aio waits through
+		// goroutines.
+		_, _ = rt.fdPoller()
 	}
 	registerWorkers(rt.workers)
 	for _, w := range rt.workers {
@@ -355,6 +366,9 @@ func (rt *Runtime) Close() error {
 		}()
 		<-stopped
 		unregisterWorkers(rt)
+		if p := rt.fdpReady.Load(); p != nil {
+			p.close()
+		}
 		for _, w := range rt.workers {
 			w.coros = nil
 			w.io.Quiesce()

@@ -85,6 +85,7 @@ type worker struct {
 	// workers (owner only).
 	spreadFrom int
 	batch      []*Task // scratch for global-queue refills and inbox drains
+	pollBuf    pollBuf // scratch for the readiness poller's events (see RegisterFD)
 	counts     localCounts
 	fireFn     func(Waker)
 	stats      workerStats
@@ -760,6 +761,9 @@ func (w *worker) unpark() {
 func (w *worker) drive() int {
 	w.current.Store(nil)
 	n := w.io.Reap()
+	if p := w.rt.fdpReady.Load(); p != nil {
+		n += p.collect(w.pollEvents(), false)
+	}
 	if w.wheel.Next() != timerwheel.NoDeadline {
 		n += w.fireTimers()
 	}

@@ -1,0 +1,282 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// FD is a non-blocking descriptor registered with its runtime's readiness
+// poller: tasks wait on it for readiness (Wait) the way goroutines wait in
+// Go's netpoller, but without a goroutine of their own. Package aio uses it
+// on the portable backend, where there is no ring to submit a socket's
+// operations to.
+//
+// The poller is one epoll instance per runtime, holding each registered
+// descriptor edge-triggered for both directions. The workers collect its
+// events without waiting whenever they reap their rings (every IOInterval
+// ticks, and before they sleep), so a busy worker wakes the tasks that
+// wait there itself, with no other thread involved; while every worker
+// sleeps, one goroutine waits for the poller in Go's netpoller and wakes
+// them.
+type FD struct {
+	p  *fdPoller
+	fd int
+	id uint64 // the key of its events (see fdPoller.fds)
+
+	mu      sync.Mutex
+	ready   [2]bool  // an edge came since the last try: reading, writing
+	waiting [2]bool  // w holds a waiter
+	w       [2]Waker // the task waiting, per direction
+	closed  bool
+}
+
+// fdPoller is a runtime's epoll instance and its registered descriptors.
+type fdPoller struct {
+	epfd   int
+	file   *os.File // epfd, as the netpoller knows it (the watcher's)
+	nextID atomic.Uint64
+	fds    sync.Map // id -> *FD
+	closed atomic.Bool
+	done   chan struct{} // closed when the watcher has returned
+}
+
+// ErrFDClosed is returned by FD.Wait once FD.Close has been called.
+var ErrFDClosed = errors.New("faio/runtime: wait on a closed FD")
+
+// RegisterFD registers fd, a non-blocking descriptor that stays open until
+// the FD's Close, with rt's readiness poller. It fails if the poller cannot
+// be created or refuses fd (a regular file: epoll supports sockets, pipes,
+// eventfds and most character devices).
+func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
+	if rt.closing.Load() {
+		return nil, ErrClosed
+	}
+	p, err := rt.fdPoller()
+	if err != nil {
+		return nil, err
+	}
+	f := &FD{p: p, fd: fd, id: p.nextID.Add(1)}
+	p.fds.Store(f.id, f)
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET}
+	*(*uint64)(unsafe.Pointer(&ev.Fd)) = f.id
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		p.fds.Delete(f.id)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	return f, nil
+}
+
+// Wait calls try until it reports true, and, each time it reports false
+// (the operation met EAGAIN), waits until the descriptor becomes ready for
+// reading (or for writing if write is set) before the next call. A task
+// suspends meanwhile; a plain goroutine blocks. It returns nil once try
+// reported true, ctx.Err() if ctx ends first, and ErrFDClosed if Close was
+// called before or during the wait. At most one Wait per direction at a
+// time: try's operation must not race another of the same direction.
+func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
+	d := 0
+	if write {
+		d = 1
+	}
+	register := func(w Waker) bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.ready[d] || f.closed {
+			return false // an edge since the try: try again at once
+		}
+		f.w[d], f.waiting[d] = w, true
+		return true
+	}
+	for {
+		f.mu.Lock()
+		closed := f.closed
+		// An edge from now on is one try has not seen.
+		f.ready[d] = false
+		f.mu.Unlock()
+		if closed {
+			return ErrFDClosed
+		}
+		if try() {
+			return nil
+		}
+		if err := Suspend(ctx, register); err != nil {
+			f.mu.Lock()
+			f.waiting[d] = false
+			f.w[d] = Waker{}
+			f.mu.Unlock()
+			return err
+		}
+	}
+}
+
+// Close unregisters the descriptor, before the caller closes it, and ends
+// the waits on it with ErrFDClosed. It is idempotent.
+func (f *FD) Close() {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.closed = true
+	ws, n := f.takeLocked(true, true)
+	f.mu.Unlock()
+	if !f.p.closed.Load() {
+		_ = unix.EpollCtl(f.p.epfd, unix.EPOLL_CTL_DEL, f.fd, nil)
+	}
+	f.p.fds.Delete(f.id)
+	for _, w := range ws[:n] {
+		w.Wake()
+	}
+}
+
+// fire notes the readiness in events and takes the waiters it ends.
+func (f *FD) fire(events uint32) ([2]Waker, int) {
+	in := events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	out := events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if in {
+		f.ready[0] = true
+	}
+	if out {
+		f.ready[1] = true
+	}
+	return f.takeLocked(in, out)
+}
+
+// takeLocked removes and returns the waiters of the directions asked for.
+func (f *FD) takeLocked(in, out bool) (ws [2]Waker, n int) {
+	for d, take := range [2]bool{in, out} {
+		if take && f.waiting[d] {
+			ws[n] = f.w[d]
+			n++
+			f.waiting[d] = false
+			f.w[d] = Waker{}
+		}
+	}
+	return ws, n
+}
+
+// pollBuf receives a poller's events.
+type pollBuf = []unix.EpollEvent
+
+// pollEvents returns the worker's buffer for the poller's events.
+func (w *worker) pollEvents() pollBuf {
+	if w.pollBuf == nil {
+		w.pollBuf = make(pollBuf, 64)
+	}
+	return w.pollBuf
+}
+
+// fdPollerOnce guards a runtime's poller, made at the first RegisterFD.
+type fdPollerOnce struct {
+	once sync.Once
+	p    *fdPoller
+	err  error
+}
+
+func (rt *Runtime) fdPoller() (*fdPoller, error) {
+	o := &rt.fdp
+	o.once.Do(func() {
+		if rt.closing.Load() {
+			o.err = ErrClosed
+			return
+		}
+		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			o.err = os.NewSyscallError("epoll_create1", err)
+			return
+		}
+		// The watcher waits for the poller in the netpoller, which wants
+		// the descriptor non-blocking.
+		if err := unix.SetNonblock(epfd, true); err != nil {
+			unix.Close(epfd)
+			o.err = os.NewSyscallError("setnonblock", err)
+			return
+		}
+		p := &fdPoller{epfd: epfd, file: os.NewFile(uintptr(epfd), "faio-epoll"), done: make(chan struct{})}
+		rc, err := p.file.SyscallConn()
+		if err != nil {
+			p.file.Close()
+			o.err = fmt.Errorf("faio/runtime: the readiness poller: %w", err)
+			return
+		}
+		go p.watch(rc)
+		o.p = p
+		rt.fdpReady.Store(p)
+	})
+	return o.p, o.err
+}
+
+// watch runs on its own goroutine until the poller closes: whenever the
+// epoll instance has events that no worker has collected (the workers
+// sleep, or are busy between reaps), it collects them and wakes their
+// tasks, which go to their workers as any wake-up from outside does.
+func (p *fdPoller) watch(rc syscall.RawConn) {
+	defer close(p.done)
+	var buf [64]unix.EpollEvent
+	_ = rc.Read(func(uintptr) bool {
+		p.collect(buf[:], true)
+		return p.closed.Load()
+	})
+}
+
+// collect takes the events waiting in the epoll instance, without waiting,
+// and wakes the tasks they end; it returns how many it woke. It takes one
+// buffer's worth, or all of them if drain is set. A worker takes one: the
+// tasks it wakes queue on it, and the rest are left to the next reap, its
+// own or another worker's, rather than piling up behind them (W7c's
+// thousand connections). The watcher drains: it is woken only by new
+// events, and all workers may be asleep.
+func (p *fdPoller) collect(buf []unix.EpollEvent, drain bool) int {
+	woken := 0
+	for {
+		// Without the scheduler's bookkeeping: a zero timeout never
+		// blocks.
+		r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+		n := int(r)
+		if errno != 0 {
+			if errno == unix.EINTR {
+				continue
+			}
+			return woken
+		}
+		for i := range n {
+			id := *(*uint64)(unsafe.Pointer(&buf[i].Fd))
+			v, ok := p.fds.Load(id)
+			if !ok {
+				continue // closed since
+			}
+			ws, k := v.(*FD).fire(buf[i].Events)
+			for _, w := range ws[:k] {
+				if w.Wake() {
+					woken++
+				}
+			}
+		}
+		if n < len(buf) || !drain {
+			return woken
+		}
+	}
+}
+
+// close stops the watcher and closes the epoll instance; Close calls it
+// once every task has finished. Waits still under way (plain goroutines')
+// end with ErrFDClosed, since nothing would collect their events.
+func (p *fdPoller) close() {
+	p.closed.Store(true)
+	p.file.Close() // ends the watcher's wait
+	<-p.done
+	p.fds.Range(func(_, v any) bool {
+		v.(*FD).Close()
+		return true
+	})
+}
