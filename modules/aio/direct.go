@@ -469,10 +469,11 @@ func (p *poller) setDeadline(write bool, t time.Time) {
 }
 
 // submitPoll runs a socket operation: on the calling task's ring (a
-// receive is tried on the spot first); from a plain
-// goroutine, with pollWait; from a task on the portable backend, with one
-// try on the spot (the socket is non-blocking) and, if the socket is not
-// ready, pollWait on a goroutine while the task suspends. The caller holds
+// receive is tried on the spot first); from a plain goroutine, with
+// pollWait; from a task on the portable backend, with waitReady, through
+// the runtime's readiness poller (or, if that refuses the descriptor, one
+// try on the spot and then pollWait on a goroutine while the task
+// suspends). The caller holds
 // a reference and the direction's lock, so no other goroutine uses the
 // File's deadline of that direction.
 func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
@@ -527,6 +528,8 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 		if res, err = blocking(ctx, op.direct); err != nil {
 			return res, err
 		}
+	} else if rfd := g.readiness(); rfd != nil {
+		return g.waitReady(ctx, rfd, op, write)
 	} else {
 		res = tryNow(op)
 	}
@@ -543,6 +546,61 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 		return runtime.Result{}, oerr
 	}
 	return res, err
+}
+
+// readiness returns the descriptor's registration with the runtime's
+// readiness poller (runtime.RegisterFD), making it on first use, or nil if
+// the poller refuses the descriptor: the caller then waits in the
+// netpoller through a goroutine. The caller holds a reference.
+func (g *fdGuard) readiness() *runtime.FD {
+	if f := g.rfd.Load(); f != nil {
+		return f
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f := g.rfd.Load(); f != nil || g.noRFD {
+		return f
+	}
+	f, err := g.rt.RegisterFD(g.fd)
+	if err != nil {
+		g.noRFD = true
+		return nil
+	}
+	g.rfd.Store(f)
+	if g.closing() {
+		// close may have looked for the registration before it was
+		// stored: end it here too (Close is idempotent).
+		f.Close()
+	}
+	return f
+}
+
+// waitReady runs a socket operation for a task on the portable backend:
+// tried on the spot, and whenever the runtime's readiness poller reports
+// the socket ready, until it does not return EAGAIN, Close begins (the
+// result is then EAGAIN's) or ctx ends (ctx.Err()). The task suspends
+// meanwhile, on no goroutine of its own.
+func (g *fdGuard) waitReady(ctx context.Context, rfd *runtime.FD, op directOp, write bool) (runtime.Result, error) {
+	var res runtime.Result
+	tries := 0
+	err := rfd.Wait(ctx, write, func() bool {
+		tries++
+		res = tryNow(op)
+		return res.Res != -int32(unix.EAGAIN) || g.closing()
+	})
+	switch {
+	case err == nil:
+		if tries == 1 {
+			// Done without waiting: charge the coop budget, as for any
+			// operation that completes without suspending.
+			_ = runtime.ConsumeCurrent(ctx)
+		}
+		return res, nil
+	case errors.Is(err, runtime.ErrFDClosed):
+		// Close began: the result is EAGAIN's, as pollWait's.
+		return runtime.Result{Res: -int32(unix.EAGAIN)}, nil
+	}
+	return runtime.Result{}, err
 }
 
 // pollWait runs a socket operation in the calling goroutine as a

@@ -43,8 +43,13 @@ type fdGuard struct {
 	// waited for it there (a plain goroutine's, or a portable-backend
 	// task's; direct.go); its os.File then owns the descriptor.
 	poll atomic.Pointer[poller]
+	// rfd is the descriptor's registration with the runtime's readiness
+	// poller once a portable-backend task waited for it (direct.go); noRFD
+	// says the poller refused it.
+	rfd   atomic.Pointer[runtime.FD]
+	noRFD bool
 
-	mu       sync.Mutex    // guards the fields below and poll's creation
+	mu       sync.Mutex    // guards the fields below and poll's and rfd's creation
 	isClosed bool          // the descriptor has been closed
 	closeErr error         // what close(2) said
 	closer   runtime.Waker // Close waiting for the last reference
@@ -116,6 +121,11 @@ func (g *fdGuard) close(ctx context.Context) error {
 		if g.state.CompareAndSwap(s, s|guardClosing) {
 			break
 		}
+	}
+	if f := g.rfd.Load(); f != nil {
+		// Tasks waiting for readiness return now (see readiness for a
+		// registration made while Close begins).
+		f.Close()
 	}
 	if g.socket && s > guardRef {
 		// Still referenced by the owner, so the descriptor is open. The

@@ -20,10 +20,11 @@ const (
 	BackendIOUring
 	// BackendPortable needs no io_uring. Workers sleep on Go primitives
 	// until their next timer or a wake-up, and there is no ring to submit
-	// operations to: packages built on the runtime do their I/O as plain
-	// Go does (package aio: sockets wait in Go's netpoller, files run on a
-	// bounded pool of goroutines), with the calling task suspended
-	// meanwhile. Scheduling, timers, sync and channels are the same on
+	// operations to: packages built on the runtime do their I/O with plain
+	// system calls (package aio: a task's socket waits for readiness in the
+	// runtime's epoll instance, which the workers poll, a goroutine's in
+	// Go's netpoller; files run on a bounded pool of goroutines), with the
+	// calling task suspended meanwhile. Scheduling, timers, sync and channels are the same on
 	// both backends.
 	BackendPortable
 )

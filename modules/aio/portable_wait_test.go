@@ -1,0 +1,72 @@
+package aio
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"testing"
+
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+// On the portable backend a task that waits for its socket holds no
+// goroutine but its coroutine's: 200 tasks blocked in Read add their 200
+// coroutines and nothing more (a goroutine per wait, as before the
+// readiness poller, adds 200 more), and each gets its own bytes once the
+// peers write.
+func TestPortableSocketWaitsHoldNoGoroutine(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: runtime.BackendPortable})
+	const conns = 200
+	runTask(t, rt, func(ctx context.Context) error {
+		clients := make([]*Conn, conns)
+		servers := make([]*Conn, conns)
+		for i := range conns {
+			c, s, err := connPair(ctx, "tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			defer c.Close(ctx)
+			defer s.Close(ctx)
+			clients[i], servers[i] = c, s
+		}
+		before := goruntime.NumGoroutine()
+		started := make(chan struct{}, conns)
+		var hs []*runtime.JoinHandle[[]byte]
+		for i := range conns {
+			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) ([]byte, error) {
+				buf := make([]byte, 16)
+				started <- struct{}{}
+				n, err := servers[i].Read(ctx, buf)
+				return buf[:n], err
+			}))
+		}
+		for range conns {
+			<-started
+		}
+		// Let every reader get to its wait.
+		for range 10 {
+			if err := runtime.Yield(ctx); err != nil {
+				return err
+			}
+		}
+		if during := goruntime.NumGoroutine(); during-before > conns+conns/4 {
+			return fmt.Errorf("%d goroutines with %d reads waiting, %d before: the waits hold goroutines besides their coroutines", during, conns, before)
+		}
+		for i, c := range clients {
+			if _, err := c.Write(ctx, fmt.Appendf(nil, "conn %d", i)); err != nil {
+				return err
+			}
+		}
+		for i, h := range hs {
+			got, err := h.Join(ctx)
+			if err != nil {
+				return err
+			}
+			if want := fmt.Appendf(nil, "conn %d", i); !bytes.Equal(got, want) {
+				return fmt.Errorf("reader %d got %q, want %q", i, got, want)
+			}
+		}
+		return nil
+	})
+}
