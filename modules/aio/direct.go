@@ -529,7 +529,13 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 			return res, err
 		}
 	} else if rfd := g.readiness(); rfd != nil {
-		return g.waitReady(ctx, rfd, op, write)
+		if res, ok, err := g.waitReady(ctx, rfd, op, write); ok {
+			return res, err
+		}
+		// The poller closed under the wait: its runtime, not the
+		// descriptor's Close (a task of another runtime uses a
+		// connection of a closed one). The netpoller serves on.
+		res = tryNow(op)
 	} else {
 		res = tryNow(op)
 	}
@@ -579,11 +585,11 @@ func (g *fdGuard) readiness() *runtime.FD {
 // tried on the spot, and whenever the runtime's readiness poller reports
 // the socket ready, until it does not return EAGAIN, Close begins (the
 // result is then EAGAIN's) or ctx ends (ctx.Err()). The task suspends
-// meanwhile, on no goroutine of its own.
-func (g *fdGuard) waitReady(ctx context.Context, rfd *runtime.FD, op directOp, write bool) (runtime.Result, error) {
-	var res runtime.Result
+// meanwhile, on no goroutine of its own. ok is false if the poller itself
+// closed, and the descriptor is then no longer waited for there.
+func (g *fdGuard) waitReady(ctx context.Context, rfd *runtime.FD, op directOp, write bool) (res runtime.Result, ok bool, err error) {
 	tries := 0
-	err := rfd.Wait(ctx, write, func() bool {
+	err = rfd.Wait(ctx, write, func() bool {
 		tries++
 		res = tryNow(op)
 		return res.Res != -int32(unix.EAGAIN) || g.closing()
@@ -595,12 +601,21 @@ func (g *fdGuard) waitReady(ctx context.Context, rfd *runtime.FD, op directOp, w
 			// operation that completes without suspending.
 			_ = runtime.ConsumeCurrent(ctx)
 		}
-		return res, nil
+		return res, true, nil
 	case errors.Is(err, runtime.ErrFDClosed):
-		// Close began: the result is EAGAIN's, as pollWait's.
-		return runtime.Result{Res: -int32(unix.EAGAIN)}, nil
+		if g.closing() {
+			// Close began: the result is EAGAIN's, as pollWait's.
+			return runtime.Result{Res: -int32(unix.EAGAIN)}, true, nil
+		}
+		g.mu.Lock()
+		if g.rfd.Load() == rfd {
+			g.rfd.Store(nil)
+			g.noRFD = true
+		}
+		g.mu.Unlock()
+		return runtime.Result{}, false, nil
 	}
-	return runtime.Result{}, err
+	return runtime.Result{}, true, err
 }
 
 // pollWait runs a socket operation in the calling goroutine as a

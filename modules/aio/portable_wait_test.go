@@ -6,6 +6,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"testing"
+	"time"
 
 	"github.com/faio-go/faio/modules/runtime"
 )
@@ -66,6 +67,57 @@ func TestPortableSocketWaitsHoldNoGoroutine(t *testing.T) {
 			if want := fmt.Appendf(nil, "conn %d", i); !bytes.Equal(got, want) {
 				return fmt.Errorf("reader %d got %q, want %q", i, got, want)
 			}
+		}
+		return nil
+	})
+}
+
+// A connection outlives the poller of the runtime it was made on: once
+// that runtime has closed, a task of another runtime reads and writes it
+// as before (through the netpoller), instead of failing with EAGAIN.
+func TestPortableConnOutlivesItsRuntime(t *testing.T) {
+	cfg := runtime.Config{Workers: 2, IOBackend: runtime.BackendPortable}
+	// rtB first: its cleanup's leak check then runs after rtA's has
+	// stopped rtA's coroutines.
+	rtB := newRuntime(t, cfg)
+	rtA := newRuntime(t, cfg)
+	var c, s *Conn
+	runTask(t, rtB, func(ctx context.Context) error {
+		var err error
+		if c, s, err = connPair(ctx, "tcp", "127.0.0.1:0"); err != nil {
+			return err
+		}
+		// A read from a task of rtB registers s with rtB's poller.
+		if _, err := c.Write(ctx, []byte("one")); err != nil {
+			return err
+		}
+		buf := make([]byte, 8)
+		n, err := s.Read(ctx, buf)
+		if err != nil || string(buf[:n]) != "one" {
+			return fmt.Errorf("read %q, %v; want one", buf[:n], err)
+		}
+		return nil
+	})
+	if err := rtB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runTask(t, rtA, func(ctx context.Context) error {
+		defer c.Close(ctx)
+		defer s.Close(ctx)
+		h := runtime.Spawn(ctx, func(ctx context.Context) (string, error) {
+			buf := make([]byte, 8)
+			n, err := s.Read(ctx, buf) // waits: nothing sent yet
+			return string(buf[:n]), err
+		})
+		if err := runtime.Sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+		if _, err := c.Write(ctx, []byte("two")); err != nil {
+			return err
+		}
+		got, err := h.Join(ctx)
+		if err != nil || got != "two" {
+			return fmt.Errorf("read %q, %v; want two", got, err)
 		}
 		return nil
 	})

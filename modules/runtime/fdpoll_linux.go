@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -32,9 +33,8 @@ type FD struct {
 	id uint64 // the key of its events (see fdPoller.fds)
 
 	mu      sync.Mutex
-	ready   [2]bool  // an edge came since the last try: reading, writing
-	waiting [2]bool  // w holds a waiter
-	w       [2]Waker // the task waiting, per direction
+	ready   [2]bool    // an edge came since the last try: reading, writing
+	waiters [2][]Waker // the waits under way, per direction
 	closed  bool
 }
 
@@ -44,8 +44,13 @@ type fdPoller struct {
 	file   *os.File // epfd, as the netpoller knows it (the watcher's)
 	nextID atomic.Uint64
 	fds    sync.Map // id -> *FD
-	closed atomic.Bool
-	done   chan struct{} // closed when the watcher has returned
+	// mu orders registrations and unregistrations (read-locked), which
+	// name epfd, before close (write-locked), after which its number may
+	// be another descriptor's.
+	mu       sync.RWMutex
+	isClosed bool // under mu
+	closed   atomic.Bool
+	done     chan struct{} // closed when the watcher has returned
 }
 
 // ErrFDClosed is returned by FD.Wait once FD.Close has been called.
@@ -63,6 +68,11 @@ func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.isClosed {
+		return nil, ErrClosed
+	}
 	f := &FD{p: p, fd: fd, id: p.nextID.Add(1)}
 	p.fds.Store(f.id, f)
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET}
@@ -79,20 +89,23 @@ func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
 // reading (or for writing if write is set) before the next call. A task
 // suspends meanwhile; a plain goroutine blocks. It returns nil once try
 // reported true, ctx.Err() if ctx ends first, and ErrFDClosed if Close was
-// called before or during the wait. At most one Wait per direction at a
-// time: try's operation must not race another of the same direction.
+// called before or during the wait, or the runtime closed. Several waits
+// may be under way at once; each readiness wakes all of those of its
+// direction.
 func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
 	d := 0
 	if write {
 		d = 1
 	}
+	var mine Waker
 	register := func(w Waker) bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.ready[d] || f.closed {
 			return false // an edge since the try: try again at once
 		}
-		f.w[d], f.waiting[d] = w, true
+		mine = w
+		f.waiters[d] = append(f.waiters[d], w)
 		return true
 	}
 	for {
@@ -108,9 +121,17 @@ func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
 			return nil
 		}
 		if err := Suspend(ctx, register); err != nil {
+			// Cancelled: take our Waker out, unless an edge took it.
 			f.mu.Lock()
-			f.waiting[d] = false
-			f.w[d] = Waker{}
+			ws := f.waiters[d]
+			for i := range ws {
+				if ws[i] == mine {
+					ws[i] = ws[len(ws)-1]
+					ws[len(ws)-1] = Waker{}
+					f.waiters[d] = ws[:len(ws)-1]
+					break
+				}
+			}
 			f.mu.Unlock()
 			return err
 		}
@@ -126,43 +147,47 @@ func (f *FD) Close() {
 		return
 	}
 	f.closed = true
-	ws, n := f.takeLocked(true, true)
+	ws := f.takeLocked(nil, true, true)
 	f.mu.Unlock()
-	if !f.p.closed.Load() {
-		_ = unix.EpollCtl(f.p.epfd, unix.EPOLL_CTL_DEL, f.fd, nil)
+	p := f.p
+	p.mu.RLock()
+	if !p.isClosed {
+		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, f.fd, nil)
 	}
-	f.p.fds.Delete(f.id)
-	for _, w := range ws[:n] {
+	p.mu.RUnlock()
+	p.fds.Delete(f.id)
+	for _, w := range ws {
 		w.Wake()
 	}
 }
 
-// fire notes the readiness in events and takes the waiters it ends.
-func (f *FD) fire(events uint32) ([2]Waker, int) {
+// fire notes the readiness in events and appends the waiters it ends to
+// out.
+func (f *FD) fire(events uint32, out []Waker) []Waker {
 	in := events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	out := events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	wr := events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if in {
 		f.ready[0] = true
 	}
-	if out {
+	if wr {
 		f.ready[1] = true
 	}
-	return f.takeLocked(in, out)
+	return f.takeLocked(out, in, wr)
 }
 
-// takeLocked removes and returns the waiters of the directions asked for.
-func (f *FD) takeLocked(in, out bool) (ws [2]Waker, n int) {
-	for d, take := range [2]bool{in, out} {
-		if take && f.waiting[d] {
-			ws[n] = f.w[d]
-			n++
-			f.waiting[d] = false
-			f.w[d] = Waker{}
+// takeLocked appends to out, and removes, the waiters of the directions
+// asked for.
+func (f *FD) takeLocked(out []Waker, in, wr bool) []Waker {
+	for d, take := range [2]bool{in, wr} {
+		if take && len(f.waiters[d]) > 0 {
+			out = append(out, f.waiters[d]...)
+			clear(f.waiters[d])
+			f.waiters[d] = f.waiters[d][:0]
 		}
 	}
-	return ws, n
+	return out
 }
 
 // pollBuf receives a poller's events.
@@ -204,6 +229,9 @@ func (rt *Runtime) fdPoller() (*fdPoller, error) {
 		}
 		p := &fdPoller{epfd: epfd, file: os.NewFile(uintptr(epfd), "faio-epoll"), done: make(chan struct{})}
 		rc, err := p.file.SyscallConn()
+		if err == nil && p.file.SetReadDeadline(time.Time{}) == os.ErrNoDeadline {
+			err = errors.New("the netpoller refused its epoll instance")
+		}
 		if err != nil {
 			p.file.Close()
 			o.err = fmt.Errorf("faio/runtime: the readiness poller: %w", err)
@@ -255,8 +283,8 @@ func (p *fdPoller) collect(buf []unix.EpollEvent, drain bool) int {
 			if !ok {
 				continue // closed since
 			}
-			ws, k := v.(*FD).fire(buf[i].Events)
-			for _, w := range ws[:k] {
+			var some [4]Waker
+			for _, w := range v.(*FD).fire(buf[i].Events, some[:0]) {
 				if w.Wake() {
 					woken++
 				}
@@ -272,8 +300,11 @@ func (p *fdPoller) collect(buf []unix.EpollEvent, drain bool) int {
 // once every task has finished. Waits still under way (plain goroutines')
 // end with ErrFDClosed, since nothing would collect their events.
 func (p *fdPoller) close() {
+	p.mu.Lock()
+	p.isClosed = true
 	p.closed.Store(true)
 	p.file.Close() // ends the watcher's wait
+	p.mu.Unlock()
 	<-p.done
 	p.fds.Range(func(_, v any) bool {
 		v.(*FD).Close()

@@ -229,3 +229,84 @@ func TestFDPingPongStress(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Several waits of one direction may be under way on one FD (Accepts of
+// one listener from several tasks, say): an edge wakes them all, each
+// tries, and the ones that find nothing wait again. Cancelled waits leave
+// nothing behind in the FD.
+func TestFDWaitSeveralWaiters(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2, IOBackend: BackendPortable})
+	a, b := nonblockingPair(t)
+	fa, err := rt.RegisterFD(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = BlockOn(rt, func(ctx context.Context) (int, error) {
+		const readers = 4
+		got := make(chan byte, readers)
+		var hs []*JoinHandle[int]
+		for range readers {
+			hs = append(hs, Spawn(ctx, func(ctx context.Context) (int, error) {
+				buf := make([]byte, 1)
+				var n int
+				var rerr error
+				if err := fa.Wait(ctx, false, recvTry(a, buf, &n, &rerr)); err != nil {
+					return 0, err
+				}
+				if rerr != nil || n != 1 {
+					return 0, fmt.Errorf("read %d bytes: %v", n, rerr)
+				}
+				got <- buf[0]
+				return 0, nil
+			}))
+		}
+		// One byte at a time: each wakes every reader still waiting,
+		// and exactly one of them gets it.
+		for i := range readers {
+			if err := Sleep(ctx, 5*time.Millisecond); err != nil {
+				return 0, err
+			}
+			if _, err := unix.Write(b, []byte{byte('a' + i)}); err != nil {
+				return 0, err
+			}
+		}
+		seen := map[byte]bool{}
+		for range readers {
+			select {
+			case c := <-got:
+				if seen[c] {
+					return 0, fmt.Errorf("byte %q read twice", c)
+				}
+				seen[c] = true
+			case <-time.After(10 * time.Second):
+				return 0, fmt.Errorf("only %d of %d readers woke", len(seen), readers)
+			}
+		}
+		for _, h := range hs {
+			if _, err := h.Join(ctx); err != nil {
+				return 0, err
+			}
+		}
+		// 100 waits that time out on an idle socket leave no Waker.
+		for range 100 {
+			tctx, cancel := context.WithTimeout(ctx, 100*time.Microsecond)
+			var n int
+			var rerr error
+			err := fa.Wait(tctx, false, recvTry(a, make([]byte, 1), &n, &rerr))
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return 0, fmt.Errorf("a wait on an idle socket: %v, want DeadlineExceeded", err)
+			}
+		}
+		fa.mu.Lock()
+		left := len(fa.waiters[0])
+		fa.mu.Unlock()
+		if left != 0 {
+			return 0, fmt.Errorf("%d Wakers left after 100 cancelled waits", left)
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

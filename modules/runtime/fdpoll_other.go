@@ -5,6 +5,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"sync"
 )
 
 // FD is a descriptor registered with its runtime's readiness poller; see
@@ -29,7 +30,11 @@ type pollBuf = []struct{}
 
 type fdPoller struct{}
 
-type fdPollerOnce struct{}
+type fdPollerOnce struct {
+	once sync.Once
+	p    *fdPoller
+	err  error
+}
 
 func (w *worker) pollEvents() pollBuf { return nil }
 

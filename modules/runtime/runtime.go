@@ -366,7 +366,10 @@ func (rt *Runtime) Close() error {
 		}()
 		<-stopped
 		unregisterWorkers(rt)
-		if p := rt.fdpReady.Load(); p != nil {
+		// A poller being made now (at a RegisterFD racing Close) is
+		// finished first, and none is made from now on.
+		rt.fdp.once.Do(func() { rt.fdp.err = ErrClosed })
+		if p := rt.fdp.p; p != nil {
 			p.close()
 		}
 		for _, w := range rt.workers {
