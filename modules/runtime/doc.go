@@ -99,6 +99,12 @@
 // files, TCP and UDP on it; a plain goroutine names the runtime its I/O
 // runs on with WithRuntime.
 //
+// Where there is no ring (BackendPortable), a task waits for a descriptor
+// to become ready instead: RegisterFD puts it in the runtime's epoll
+// instance, and FD.Wait retries an operation each time it is ready, the
+// task suspended in between. The workers collect the readiness as they
+// would reap a ring, so a busy worker wakes such tasks itself.
+//
 // # Hazards
 //
 // A task that blocks in plain Go code (time.Sleep, a Go channel, a long
