@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,18 +33,20 @@ func TestPortableSocketWaitsHoldNoGoroutine(t *testing.T) {
 			clients[i], servers[i] = c, s
 		}
 		before := goruntime.NumGoroutine()
-		started := make(chan struct{}, conns)
+		var started atomic.Int32
 		var hs []*runtime.JoinHandle[[]byte]
 		for i := range conns {
 			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) ([]byte, error) {
 				buf := make([]byte, 16)
-				started <- struct{}{}
+				started.Add(1)
 				n, err := servers[i].Read(ctx, buf)
 				return buf[:n], err
 			}))
 		}
-		for range conns {
-			<-started
+		for started.Load() < conns {
+			if err := runtime.Yield(ctx); err != nil {
+				return err
+			}
 		}
 		// Let every reader get to its wait.
 		for range 10 {
