@@ -42,7 +42,8 @@ func OnTask() bool { return onCoroutine() }
 
 // InTask is OnTask for a caller that holds a context: when ctx is, or
 // derives from, the context of the calling task, it answers without
-// OnTask's lookup of the calling goroutine, which costs a map probe on
+// OnTask's lookup of the calling goroutine (a counter, and for a
+// coroutine a look at every worker's current one), which costs more on
 // paths that run once per operation.
 func InTask(ctx context.Context) bool {
 	return Current(ctx).running() != nil || onCoroutine()

@@ -39,7 +39,7 @@ func (t *Task) charge() bool {
 // caller that is not the task.
 func consumeSlow(ctx context.Context) error {
 	// Only the task's own context (or one derived from it) is charged:
-	// the general lookup of taskFor (a table probe for every plain
+	// the general lookup of taskFor (coroOf, for every plain
 	// goroutine) would tax each goroutine-side channel or lock operation
 	// for a budget that does not apply to them.
 	if t := Current(ctx).running(); t != nil && t.charge() {
@@ -53,7 +53,7 @@ func consumeSlow(ctx context.Context) error {
 // adapter's deadline context, or any context made from
 // context.Background. It charges the budget of the task running on the
 // calling goroutine, found from the goroutine when ctx does not lead to
-// it (a table probe), and yields that task when the budget is spent.
+// it (coroOf), and yields that task when the budget is spent.
 // Outside a task it charges nothing. It returns ctx.Err().
 func ConsumeCurrent(ctx context.Context) error {
 	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
