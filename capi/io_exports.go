@@ -194,7 +194,7 @@ func (j *ioJob) run(ctx context.Context, s *rtState) started {
 	result := int64(res.Res)
 	switch {
 	case err == runtime.ErrNoRing:
-		result = j.portable(ctx) // io_portable.go
+		result = j.portable(ctx, s) // io_portable.go
 	case err != nil:
 		result = int64(errorCode(err))
 	}

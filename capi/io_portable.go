@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -14,20 +15,33 @@ import (
 // The C I/O calls on the portable backend, where there is no ring to
 // submit to. The descriptor is the C program's, so faio neither registers
 // it with Go's netpoller (which would take it over) nor changes its flags
-// for long: a goroutine of its own waits with poll(2) until the descriptor
-// is ready, then makes the call, while the task that started the operation
-// suspends. The poll wakes every pollSlice to see whether the runtime is
-// shutting down (the only cancellation of a C operation), so a pending
+// for long.
+//
+// A receive or a send (made with MSG_DONTWAIT, so it never blocks,
+// whatever the descriptor's flags) waits in the runtime's readiness poller
+// (runtime.RegisterFD) with the task suspended: the descriptor is
+// registered while operations wait on it, and unregistered after the last,
+// since the C program may close it at any time after. Other operations
+// (read and write, whose calls could block on a descriptor left blocking;
+// accept; connect) run on a goroutine of their own, which waits with
+// poll(2) until the descriptor is ready, then makes the call, while the
+// task suspends. The poll wakes every pollSlice to see whether the runtime
+// is shutting down (the only cancellation of a C operation), so a pending
 // operation completes with FAIO_ECANCELED within that time of
-// faio_runtime_free. Each pending operation holds an OS thread while it
-// waits: fine for a fallback, not for ten thousand connections.
+// faio_runtime_free. Each such pending operation holds an OS thread while
+// it waits: fine for a fallback, not for ten thousand of them.
 
 // pollSlice bounds how long a pending operation takes to notice shutdown.
 const pollSlice = 50 // ms
 
 // portable runs j as described above and returns its result as the ring
 // would: a count or a descriptor, or a negated errno, or FAIO_ECANCELED.
-func (j *ioJob) portable(ctx context.Context) int64 {
+func (j *ioJob) portable(ctx context.Context, s *rtState) int64 {
+	if (j.op == uring.OpRecv || j.op == uring.OpSend) && j.fd >= 0 {
+		if r, ok := j.viaPoller(ctx, s); ok {
+			return r
+		}
+	}
 	var (
 		mu     sync.Mutex
 		done   bool
@@ -54,6 +68,77 @@ func (j *ioJob) portable(ctx context.Context) int64 {
 		return true
 	})
 	return result
+}
+
+// viaPoller makes j, a receive or a send, each time the readiness poller
+// finds the descriptor ready, until it does not fail with EAGAIN; ok is
+// false if the poller refuses the descriptor (the caller then waits with
+// poll(2)).
+func (j *ioJob) viaPoller(ctx context.Context, s *rtState) (int64, bool) {
+	f, err := s.pollFDs.acquire(s.rt, int(j.fd))
+	if err != nil {
+		return 0, false
+	}
+	defer s.pollFDs.release(int(j.fd))
+	var r uintptr
+	var errno error
+	werr := f.Wait(ctx, j.op == uring.OpSend, func() bool {
+		for {
+			r, errno = j.call()
+			if errno != unix.EINTR {
+				return errno != unix.EAGAIN
+			}
+		}
+	})
+	switch {
+	case werr == nil:
+		return errnoResult(r, errno), true
+	case errors.Is(werr, runtime.ErrFDClosed):
+		return 0, false // the runtime closes: as the goroutine's poll would
+	}
+	return int64(codeECANCELED), true
+}
+
+// pollRegistry counts, per descriptor, the operations waiting in the
+// readiness poller: the first registers the descriptor, the last
+// unregisters it.
+type pollRegistry struct {
+	mu sync.Mutex
+	m  map[int]*pollEntry
+}
+
+type pollEntry struct {
+	f    *runtime.FD
+	refs int
+}
+
+func (p *pollRegistry) acquire(rt *runtime.Runtime, fd int) (*runtime.FD, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.m[fd]
+	if e == nil {
+		f, err := rt.RegisterFD(fd)
+		if err != nil {
+			return nil, err
+		}
+		if p.m == nil {
+			p.m = make(map[int]*pollEntry)
+		}
+		e = &pollEntry{f: f}
+		p.m[fd] = e
+	}
+	e.refs++
+	return e.f, nil
+}
+
+func (p *pollRegistry) release(fd int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.m[fd]
+	if e.refs--; e.refs == 0 {
+		delete(p.m, fd)
+		e.f.Close()
+	}
 }
 
 // blocking performs j in the calling goroutine.

@@ -21,6 +21,9 @@ type rtState struct {
 	// on nothing new is accepted, so every callback accepted before is
 	// still invoked exactly once.
 	closing atomic.Bool
+	// pollFDs: the C program's descriptors registered with rt's readiness
+	// poller while a socket operation waits on them (io_portable.go).
+	pollFDs pollRegistry
 }
 
 // frame is the context of the C callback a worker is running. A worker

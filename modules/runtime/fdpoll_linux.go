@@ -56,8 +56,9 @@ type fdPoller struct {
 // ErrFDClosed is returned by FD.Wait once FD.Close has been called.
 var ErrFDClosed = errors.New("faio/runtime: wait on a closed FD")
 
-// RegisterFD registers fd, a non-blocking descriptor that stays open until
-// the FD's Close, with rt's readiness poller. It fails if the poller cannot
+// RegisterFD registers fd, a descriptor that stays open until the FD's
+// Close, with rt's readiness poller. fd need not be non-blocking, but the
+// operations Wait tries on it must not block (MSG_DONTWAIT on a socket). It fails if the poller cannot
 // be created or refuses fd (a regular file: epoll supports sockets, pipes,
 // eventfds and most character devices).
 func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
