@@ -160,11 +160,14 @@ enum faio_backend {
     FAIO_BACKEND_IO_URING = 1,
     /* No io_uring: tasks, timers, mutexes and channels work as on
      * io_uring. The I/O calls of this header work too, with the same
-     * callbacks and buffer rules: each pending operation waits for its
-     * descriptor with poll(2) on a thread of its own (fine for a fallback,
-     * not for thousands of connections), and completes with FAIO_ECANCELED
-     * within 50 ms of faio_runtime_free. faio_connect makes the socket
-     * non-blocking while it waits and restores its flags. */
+     * callbacks and buffer rules. A pending faio_recv or faio_send waits
+     * in the runtime's epoll instance, holding no thread (the call is made
+     * with MSG_DONTWAIT; the descriptor is registered only while calls
+     * wait on it). Any other pending operation waits for its descriptor
+     * with poll(2) on a thread of its own (fine for a fallback, not for
+     * thousands of them). Each completes with FAIO_ECANCELED within 50 ms
+     * of faio_runtime_free. faio_connect makes the socket non-blocking
+     * while it waits and restores its flags. */
     FAIO_BACKEND_PORTABLE = 2
 };
 
