@@ -14,8 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// FD is a non-blocking descriptor registered with its runtime's readiness
-// poller: tasks wait on it for readiness (Wait) the way goroutines wait in
+// FD is a descriptor registered with its runtime's readiness poller: tasks wait on it for readiness (Wait) the way goroutines wait in
 // Go's netpoller, but without a goroutine of their own. Package aio uses it
 // on the portable backend, where there is no ring to submit a socket's
 // operations to.
@@ -32,8 +31,11 @@ type FD struct {
 	fd int
 	id uint64 // the key of its events (see fdPoller.fds)
 
-	mu      sync.Mutex
-	ready   [2]bool    // an edge came since the last try: reading, writing
+	mu sync.Mutex
+	// edges counts the readiness edges of each direction (reading,
+	// writing): a wait that saw a count before its try, and finds another
+	// after, tries again instead of sleeping through an edge it missed.
+	edges   [2]uint64
 	waiters [2][]Waker // the waits under way, per direction
 	closed  bool
 }
@@ -58,9 +60,9 @@ var ErrFDClosed = errors.New("faio/runtime: wait on a closed FD")
 
 // RegisterFD registers fd, a descriptor that stays open until the FD's
 // Close, with rt's readiness poller. fd need not be non-blocking, but the
-// operations Wait tries on it must not block (MSG_DONTWAIT on a socket). It fails if the poller cannot
-// be created or refuses fd (a regular file: epoll supports sockets, pipes,
-// eventfds and most character devices).
+// operations Wait tries on it must not block (MSG_DONTWAIT on a socket).
+// It fails if the poller cannot be created or refuses fd (a regular file:
+// epoll supports sockets, pipes, eventfds and most character devices).
 func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
 	if rt.closing.Load() {
 		return nil, ErrClosed
@@ -99,10 +101,11 @@ func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
 		d = 1
 	}
 	var mine Waker
+	var seen uint64 // edges[d] before the try (under f.mu)
 	register := func(w Waker) bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.ready[d] || f.closed {
+		if f.edges[d] != seen || f.closed {
 			return false // an edge since the try: try again at once
 		}
 		mine = w
@@ -112,8 +115,8 @@ func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
 	for {
 		f.mu.Lock()
 		closed := f.closed
-		// An edge from now on is one try has not seen.
-		f.ready[d] = false
+		// An edge from now on is one try may not have seen.
+		seen = f.edges[d]
 		f.mu.Unlock()
 		if closed {
 			return ErrFDClosed
@@ -170,10 +173,10 @@ func (f *FD) fire(events uint32, out []Waker) []Waker {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if in {
-		f.ready[0] = true
+		f.edges[0]++
 	}
 	if wr {
-		f.ready[1] = true
+		f.edges[1]++
 	}
 	return f.takeLocked(out, in, wr)
 }

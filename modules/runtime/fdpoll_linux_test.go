@@ -172,7 +172,8 @@ func TestFDWaitEndsWithContextAndClose(t *testing.T) {
 // poller, at two workers: every message arrives, in order, whether a
 // worker or the watcher goroutine collected the readiness that woke its
 // reader. A lost wake-up stalls a pair until the deadline fails the test:
-// with register's check of ready taken out, both of 2 runs failed so.
+// with register's check for an edge since the try taken out, both of 2
+// runs failed so.
 func TestFDPingPongStress(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2, IOBackend: BackendPortable})
 	const pairs, rounds = 64, 3000
