@@ -473,9 +473,8 @@ func (p *poller) setDeadline(write bool, t time.Time) {
 // pollWait; from a task on the portable backend, with waitReady, through
 // the runtime's readiness poller (or, if that refuses the descriptor, one
 // try on the spot and then pollWait on a goroutine while the task
-// suspends). The caller holds
-// a reference and the direction's lock, so no other goroutine uses the
-// File's deadline of that direction.
+// suspends). The caller holds a reference and the direction's lock, so no
+// other goroutine uses the File's deadline of that direction.
 func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
 	if !runtime.InTask(ctx) {
 		return g.pollWait(ctx, op, write, false)
