@@ -14,10 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// FD is a descriptor registered with its runtime's readiness poller: tasks wait on it for readiness (Wait) the way goroutines wait in
-// Go's netpoller, but without a goroutine of their own. Package aio uses it
-// on the portable backend, where there is no ring to submit a socket's
-// operations to.
+// FD is a descriptor registered with its runtime's readiness poller:
+// tasks wait on it for readiness (Wait) the way goroutines wait in Go's
+// netpoller, but without a goroutine of their own. Package aio and
+// libfaio.so use it on the portable backend, where there is no ring to
+// submit a socket's operations to.
 //
 // The poller is one epoll instance per runtime, holding each registered
 // descriptor edge-triggered for both directions. The workers collect its
@@ -100,9 +101,30 @@ func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
 	if write {
 		d = 1
 	}
+	for {
+		f.mu.Lock()
+		closed := f.closed
+		// An edge from now on is one try may not have seen.
+		seen := f.edges[d]
+		f.mu.Unlock()
+		if closed {
+			return ErrFDClosed
+		}
+		if try() {
+			return nil
+		}
+		if err := f.sleep(ctx, d, seen); err != nil {
+			return err
+		}
+	}
+}
+
+// sleep suspends the caller until an edge of direction d after the
+// count seen, Close, or the end of ctx. It is Wait's only allocation (the
+// register closure and what it shares), made only when a wait is needed.
+func (f *FD) sleep(ctx context.Context, d int, seen uint64) error {
 	var mine Waker
-	var seen uint64 // edges[d] before the try (under f.mu)
-	register := func(w Waker) bool {
+	err := Suspend(ctx, func(w Waker) bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.edges[d] != seen || f.closed {
@@ -111,35 +133,22 @@ func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
 		mine = w
 		f.waiters[d] = append(f.waiters[d], w)
 		return true
-	}
-	for {
+	})
+	if err != nil {
+		// Cancelled: take our Waker out, unless an edge took it.
 		f.mu.Lock()
-		closed := f.closed
-		// An edge from now on is one try may not have seen.
-		seen = f.edges[d]
-		f.mu.Unlock()
-		if closed {
-			return ErrFDClosed
-		}
-		if try() {
-			return nil
-		}
-		if err := Suspend(ctx, register); err != nil {
-			// Cancelled: take our Waker out, unless an edge took it.
-			f.mu.Lock()
-			ws := f.waiters[d]
-			for i := range ws {
-				if ws[i] == mine {
-					ws[i] = ws[len(ws)-1]
-					ws[len(ws)-1] = Waker{}
-					f.waiters[d] = ws[:len(ws)-1]
-					break
-				}
+		ws := f.waiters[d]
+		for i := range ws {
+			if ws[i] == mine {
+				ws[i] = ws[len(ws)-1]
+				ws[len(ws)-1] = Waker{}
+				f.waiters[d] = ws[:len(ws)-1]
+				break
 			}
-			f.mu.Unlock()
-			return err
 		}
+		f.mu.Unlock()
 	}
+	return err
 }
 
 // Close unregisters the descriptor, before the caller closes it, and ends

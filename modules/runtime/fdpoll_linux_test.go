@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -302,5 +303,70 @@ func TestFDWaitSeveralWaiters(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Wait whose first try succeeds (a socket that had data) allocates
+// nothing: the suspension's closure is made only when a wait is needed.
+func TestFDWaitThatNeedNotWaitAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	rt := newRuntime(t, Config{Workers: 1, IOBackend: BackendPortable})
+	a, _ := nonblockingPair(t)
+	fa, err := rt.RegisterFD(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fa.Close()
+	_, err = BlockOn(rt, func(ctx context.Context) (int, error) {
+		ready := func() bool { return true }
+		if n := testing.AllocsPerRun(100, func() { _ = fa.Wait(ctx, false, ready) }); n != 0 {
+			return 0, fmt.Errorf("%v allocations per Wait that did not wait, want 0", n)
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Registrations and waits from plain goroutines race the runtime's Close,
+// on a runtime whose poller is made lazily (io_uring, or the portable
+// backend where io_uring is refused): every RegisterFD either works or
+// says ErrClosed, every wait ends (by its deadline or ErrFDClosed), and
+// no poller's watcher outlives its runtime (newRuntime's leak check).
+func TestFDRegisterRacesClose(t *testing.T) {
+	for range 30 {
+		rt := newRuntime(t, Config{Workers: 1})
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			a, _ := nonblockingPair(t)
+			wg.Go(func() {
+				f, err := rt.RegisterFD(a)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					errs <- fmt.Errorf("RegisterFD: %v, want success or ErrClosed", err)
+					return
+				}
+				defer f.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
+				defer cancel()
+				if err := f.Wait(ctx, false, func() bool { return false }); !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrFDClosed) {
+					errs <- fmt.Errorf("Wait: %v, want DeadlineExceeded or ErrFDClosed", err)
+				}
+			})
+		}
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
 }
