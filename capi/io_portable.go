@@ -75,21 +75,28 @@ func (j *ioJob) portable(ctx context.Context, s *rtState) int64 {
 // false if the poller refuses the descriptor (the caller then waits with
 // poll(2)).
 func (j *ioJob) viaPoller(ctx context.Context, s *rtState) (int64, bool) {
-	f, err := s.pollFDs.acquire(s.rt, int(j.fd))
-	if err != nil {
-		return 0, false
-	}
-	defer s.pollFDs.release(int(j.fd))
 	var r uintptr
 	var errno error
-	werr := f.Wait(ctx, j.op == uring.OpSend, func() bool {
+	try := func() bool {
 		for {
 			r, errno = j.call()
 			if errno != unix.EINTR {
 				return errno != unix.EAGAIN
 			}
 		}
-	})
+	}
+	// Most calls find the socket ready: they cost no registration (an
+	// epoll_ctl each to add and remove). A descriptor added later
+	// reports the readiness it already has, so nothing is missed.
+	if try() {
+		return errnoResult(r, errno), true
+	}
+	f, err := s.pollFDs.acquire(s.rt, int(j.fd))
+	if err != nil {
+		return 0, false
+	}
+	defer s.pollFDs.release(int(j.fd))
+	werr := f.Wait(ctx, j.op == uring.OpSend, try)
 	switch {
 	case werr == nil:
 		return errnoResult(r, errno), true
