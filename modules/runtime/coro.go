@@ -140,24 +140,25 @@ func (c *coro) ended(g uintptr) {
 	coroBucket(g).Add(-1)
 }
 
-// newCoro starts a coroutine and runs it up to its first yield, so that its
-// goid is known before any task is bound to it.
+// newCoro creates a coroutine for task t, bound to it (bind) but not yet
+// started: the worker's first next starts it, and it sets t's runG, which
+// bind left at zero, before t's function runs. Starting it separately, up
+// to a first yield, cost every new coroutine a switch there and back (W5
+// and W5b create one per sleeping task).
 //
 // The coroutine's body is a function literal rather than a method value,
 // and runs a task's function through as few frames as it can (see
 // execute): a suspended task's stack holds these frames, every new
 // coroutine's stack starts at 2 KiB (growing it costs a copy), and the
 // garbage collector walks every frame of every sleeping task.
-func newCoro() *coro {
-	c := &coro{}
+func newCoro(owner *worker, t *Task) *coro {
+	c := &coro{owner: owner, task: t}
 	c.next, c.stop = iter.Pull(func(yield func(struct{}) bool) {
 		c.yield = yield
 		g := getg()
 		c.started(g)
 		defer c.ended(g)
-		if !yield(struct{}{}) {
-			return
-		}
+		c.task.runG.Store(g)
 		for {
 			if t := c.task; c.owner.pinned {
 				t.execute()
@@ -173,7 +174,8 @@ func newCoro() *coro {
 			}
 		}
 	})
-	c.next()
+	c.taskID.Store(t.id)
+	t.bind(c)
 	return c
 }
 

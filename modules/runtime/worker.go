@@ -238,14 +238,13 @@ func (w *worker) runTask(t *Task) {
 		if n := len(w.coros); n > 0 {
 			c = w.coros[n-1]
 			w.coros = w.coros[:n-1]
+			c.task = t
+			c.taskID.Store(t.id)
+			t.bind(c)
 		} else {
-			c = newCoro()
-			c.owner = w
+			c = newCoro(w, t)
 			w.stats.corosCreated.Add(1)
 		}
-		c.task = t
-		c.taskID.Store(t.id)
-		t.bind(c)
 	}
 	c.budget = 0
 	w.runningTask = t
