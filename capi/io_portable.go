@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -19,9 +18,12 @@ import (
 //
 // A receive or a send (made with MSG_DONTWAIT, so it never blocks,
 // whatever the descriptor's flags) waits in the runtime's readiness poller
-// (runtime.RegisterFD) with the task suspended: the descriptor is
-// registered while operations wait on it, and unregistered after the last,
-// since the C program may close it at any time after. Other operations
+// (runtime.RegisterFD) with the task suspended: a duplicate of the
+// descriptor is registered while operations wait on the socket, and
+// unregistered and closed after the last. As on a ring, a waiting
+// operation holds its socket: the C program may close its descriptor
+// meanwhile, and a socket opened later under the same number is another
+// one. Other operations
 // (read and write, whose calls could block on a descriptor left blocking;
 // accept; connect) run on a goroutine of their own, which waits with
 // poll(2) until the descriptor is ready, then makes the call, while the
@@ -74,12 +76,22 @@ func (j *ioJob) portable(ctx context.Context, s *rtState) int64 {
 // finds the descriptor ready, until it does not fail with EAGAIN; ok is
 // false if the poller refuses the descriptor (the caller then waits with
 // poll(2)).
+//
+// Like a ring's operation, a waiting one holds the socket it started on:
+// it registers, and retries on, a duplicate of the C program's descriptor
+// (see pollRegistry), so the program may close its descriptor meanwhile,
+// and a new socket given the same number is a different one to faio.
 func (j *ioJob) viaPoller(ctx context.Context, s *rtState) (int64, bool) {
+	if ctx.Err() != nil {
+		// As a ring would not start it: nothing is received or sent.
+		return int64(codeECANCELED), true
+	}
 	var r uintptr
 	var errno error
+	fd := int(j.fd)
 	try := func() bool {
 		for {
-			r, errno = j.call()
+			r, errno = j.callOn(fd)
 			if errno != unix.EINTR {
 				return errno != unix.EAGAIN
 			}
@@ -91,61 +103,83 @@ func (j *ioJob) viaPoller(ctx context.Context, s *rtState) (int64, bool) {
 	if try() {
 		return errnoResult(r, errno), true
 	}
-	f, err := s.pollFDs.acquire(s.rt, int(j.fd))
+	e, err := s.pollFDs.acquire(s.rt, fd)
 	if err != nil {
 		return 0, false
 	}
-	defer s.pollFDs.release(int(j.fd))
-	werr := f.Wait(ctx, j.op == uring.OpSend, try)
-	switch {
-	case werr == nil:
-		return errnoResult(r, errno), true
-	case errors.Is(werr, runtime.ErrFDClosed):
-		return 0, false // the runtime closes: as the goroutine's poll would
+	defer s.pollFDs.release(e)
+	fd = e.dup
+	if err := e.f.Wait(ctx, j.op == uring.OpSend, try); err != nil {
+		// Cancelled: the runtime is shutting down. (The poller closes
+		// only after the last task has ended.)
+		return int64(codeECANCELED), true
 	}
-	return int64(codeECANCELED), true
+	return errnoResult(r, errno), true
 }
 
-// pollRegistry counts, per descriptor, the operations waiting in the
-// readiness poller: the first registers the descriptor, the last
-// unregisters it.
+// pollRegistry counts, per socket, the operations waiting in the readiness
+// poller: the first registers a duplicate of the C program's descriptor,
+// the last unregisters and closes it. Entries are found by the program's
+// descriptor number and told apart by the socket's identity (its inode),
+// since the program may close a descriptor while operations on it wait
+// and open another socket under the same number.
 type pollRegistry struct {
 	mu sync.Mutex
 	m  map[int]*pollEntry
 }
 
 type pollEntry struct {
-	f    *runtime.FD
-	refs int
+	f        *runtime.FD
+	dup      int    // the registered duplicate, ours to close
+	fd       int    // the C program's number, the key in pollRegistry.m
+	dev, ino uint64 // the socket's identity
+	refs     int
 }
 
-func (p *pollRegistry) acquire(rt *runtime.Runtime, fd int) (*runtime.FD, error) {
+// acquire returns the entry of the socket fd refers to, registering it if
+// no operation waits on that socket yet.
+func (p *pollRegistry) acquire(rt *runtime.Runtime, fd int) (*pollEntry, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.m[fd]
-	if e == nil {
-		f, err := rt.RegisterFD(fd)
-		if err != nil {
-			return nil, err
-		}
-		if p.m == nil {
-			p.m = make(map[int]*pollEntry)
-		}
-		e = &pollEntry{f: f}
-		p.m[fd] = e
+	if e := p.m[fd]; e != nil && e.dev == st.Dev && e.ino == st.Ino {
+		e.refs++
+		return e, nil
 	}
-	e.refs++
-	return e.f, nil
+	// A new socket, or a new one under a number whose old socket still
+	// has operations waiting (they keep their entry, which leaves the map
+	// here).
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f, err := rt.RegisterFD(dup)
+	if err != nil {
+		unix.Close(dup)
+		return nil, err
+	}
+	if p.m == nil {
+		p.m = make(map[int]*pollEntry)
+	}
+	e := &pollEntry{f: f, dup: dup, fd: fd, dev: st.Dev, ino: st.Ino, refs: 1}
+	p.m[fd] = e
+	return e, nil
 }
 
-func (p *pollRegistry) release(fd int) {
+func (p *pollRegistry) release(e *pollEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.m[fd]
-	if e.refs--; e.refs == 0 {
-		delete(p.m, fd)
-		e.f.Close()
+	if e.refs--; e.refs > 0 {
+		return
 	}
+	if p.m[e.fd] == e {
+		delete(p.m, e.fd)
+	}
+	e.f.Close()
+	unix.Close(e.dup)
 }
 
 // blocking performs j in the calling goroutine.
@@ -197,8 +231,11 @@ func waitReady(ctx context.Context, fd int, events int16) (int64, bool) {
 }
 
 // call makes j's system call once; a socket call does not wait.
-func (j *ioJob) call() (uintptr, error) {
-	fd, b := uintptr(j.fd), j.buf
+func (j *ioJob) call() (uintptr, error) { return j.callOn(int(j.fd)) }
+
+// callOn is call on descriptor fd in place of j's.
+func (j *ioJob) callOn(fdn int) (uintptr, error) {
+	fd, b := uintptr(fdn), j.buf
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])

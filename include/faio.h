@@ -162,12 +162,16 @@ enum faio_backend {
      * io_uring. The I/O calls of this header work too, with the same
      * callbacks and buffer rules. A pending faio_recv or faio_send waits
      * in the runtime's epoll instance, holding no thread (the call is made
-     * with MSG_DONTWAIT; the descriptor is registered only while calls
-     * wait on it). Any other pending operation waits for its descriptor
+     * with MSG_DONTWAIT; a duplicate of the descriptor is registered while
+     * calls wait on the socket). As on io_uring, it keeps its socket: if
+     * the program closes the descriptor meanwhile, it still completes on
+     * that socket, and a socket opened later under the same number is
+     * another one. Any other pending operation waits for its descriptor
      * with poll(2) on a thread of its own (fine for a fallback, not for
-     * thousands of them). Each completes with FAIO_ECANCELED within 50 ms
-     * of faio_runtime_free. faio_connect makes the socket non-blocking
-     * while it waits and restores its flags. */
+     * thousands of them), so its descriptor must stay open until it
+     * completes. Each completes with FAIO_ECANCELED once faio_runtime_free
+     * begins (the poll(2) ones within 50 ms). faio_connect makes the
+     * socket non-blocking while it waits and restores its flags. */
     FAIO_BACKEND_PORTABLE = 2
 };
 
