@@ -149,6 +149,7 @@ const (
 	reasonSuspend
 	reasonFinished // the task finished and runInline already completed it
 	reasonRetired  // the task called runtime.Goexit on a pinned worker (coro.retire)
+	reasonPause    // the task lets its worker's loop do its periodic work, then runs on (chargeSpawn)
 )
 
 // Kinds of suspension the worker completes on its own side.

@@ -54,7 +54,7 @@ type worker struct {
 	heartbeat atomic.Uint64 // bumped every heartbeatTicks ticks, for the watchdog
 
 	runningTask *Task // the task being resumed (owner only)
-	handoff     *Task // runInline's pick, for the loop to resume next
+	handoff     *Task // runInline's pick, or a pausing spawner, for the loop to resume next
 
 	coros []*coro // idle coroutines
 	// Config.PinnedWorkers: this worker's goroutine is locked to its
@@ -265,6 +265,8 @@ func (w *worker) runTask(t *Task) {
 		w.poolCoro(c)
 	case reasonYield:
 		w.pushRunnable(t)
+	case reasonPause:
+		w.handoff = t
 	case reasonSuspend:
 		w.completeSuspend(t)
 	case reasonRetired:
