@@ -68,8 +68,9 @@ type Task struct {
 	// between workers through the run queues (which order the accesses).
 	worker *worker
 	coro   *coro
-	// runG is the goroutine of coro while the task has one (see bind): the
-	// race-free answer, from any goroutine, to "am I this task?".
+	// runG is the goroutine of coro while the task has one and it has
+	// started (see bind and newCoro): the race-free answer, from any
+	// goroutine, to "am I this task?".
 	runG atomic.Uintptr
 	gen  uint64 // number of the current (or last) suspension
 	// labels are the spawner's profiler labels, installed on the

@@ -266,6 +266,10 @@ func (w *worker) runTask(t *Task) {
 	case reasonYield:
 		w.pushRunnable(t)
 	case reasonPause:
+		// The loop's periodic work, for a spawner that does not leave:
+		// with each pause a single tick, the IOInterval ticks that reap
+		// the ring would otherwise come only every IOInterval pauses.
+		w.drive()
 		w.handoff = t
 	case reasonSuspend:
 		w.completeSuspend(t)
@@ -619,8 +623,9 @@ func (w *worker) steal() *Task {
 				if v.pinned {
 					// Only from a stuck worker (see stuck), and only a
 					// task not yet started: runG is the task's
-					// coroutine's goroutine once bound (a task started
-					// since the check is sent back by runTask).
+					// coroutine's goroutine once that has started (a
+					// task started since the check is sent back by
+					// runTask).
 					if !v.stuck() {
 						continue
 					}
