@@ -8,17 +8,26 @@ import (
 
 // A task spawning in a loop on a worker that nobody helps runs its
 // children every so often (chargeSpawn): they start before the loop ends,
-// whatever the queue's capacity. With the default capacity the queue
+// whatever the queue's capacity, and even once its context is cancelled.
+// With the default capacity the queue
 // never overflows into the global queue either, which a spawner that only
 // paused would make it do.
 func TestSpawnLoopRunsChildrenWhenNoWorkerHelps(t *testing.T) {
-	for _, capacity := range []int{64, 128, DefaultLocalQueueCapacity} {
-		t.Run("capacity="+itoa(uint64(capacity)), func(t *testing.T) {
+	for _, tc := range []struct {
+		capacity  int
+		cancelled bool
+	}{{64, false}, {128, false}, {DefaultLocalQueueCapacity, false}, {DefaultLocalQueueCapacity, true}} {
+		capacity := tc.capacity
+		name := "capacity=" + itoa(uint64(capacity))
+		if tc.cancelled {
+			name += "/cancelled"
+		}
+		t.Run(name, func(t *testing.T) {
 			rt := newRuntime(t, Config{Workers: 1, LocalQueueCapacity: capacity})
 			const n = 4096
 			var spawned, firstSeen atomic.Int64
 			firstSeen.Store(-1)
-			_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			spawner := func(ctx context.Context) (struct{}, error) {
 				for range n {
 					Spawn(ctx, func(context.Context) (struct{}, error) {
 						firstSeen.CompareAndSwap(-1, spawned.Load())
@@ -27,6 +36,17 @@ func TestSpawnLoopRunsChildrenWhenNoWorkerHelps(t *testing.T) {
 					spawned.Add(1)
 				}
 				return struct{}{}, nil
+			}
+			_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+				if !tc.cancelled {
+					return spawner(ctx)
+				}
+				// A spawner that goes on after its task was cancelled:
+				// its children start cancelled, but they must run.
+				h := Spawn(ctx, spawner)
+				h.Cancel()
+				_, err := h.Join(ctx)
+				return struct{}{}, err
 			})
 			if err != nil {
 				t.Fatal(err)
