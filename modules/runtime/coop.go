@@ -9,9 +9,10 @@ const CoopBudget = 128
 
 // Consume charges one unit of the calling task's cooperative budget. faio
 // primitives call it on every operation that completes without suspending;
-// when the budget is spent, Consume yields the task (as Yield does), so a
-// task looping on always-ready operations cannot starve the other tasks of
-// its worker. The budget refills whenever the task is resumed. Outside a
+// when the budget is spent, Consume yields the task (as Yield does, but
+// even once ctx is done), so a task looping on always-ready operations, or
+// on operations that fail at once because it was cancelled, cannot starve
+// the other tasks of its worker. The budget refills whenever the task is resumed. Outside a
 // task, or with a context that is not the task's own (nor derived from it),
 // Consume charges nothing. It returns ctx.Err().
 func Consume(ctx context.Context) error {
@@ -19,7 +20,7 @@ func Consume(ctx context.Context) error {
 	// the caller is that task.
 	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
 		if t.charge() {
-			return Yield(ctx)
+			return t.yieldSpent(ctx)
 		}
 		return t.Err()
 	}
@@ -43,7 +44,7 @@ func consumeSlow(ctx context.Context) error {
 	// goroutine) would tax each goroutine-side channel or lock operation
 	// for a budget that does not apply to them.
 	if t := Current(ctx).running(); t != nil && t.charge() {
-		return Yield(ctx)
+		return t.yieldSpent(ctx)
 	}
 	return ctx.Err()
 }
@@ -60,7 +61,19 @@ func ConsumeCurrent(ctx context.Context) error {
 		return Consume(ctx) // the fast path, without taskFor's lookups
 	}
 	if t := taskFor(ctx); t != nil && t.charge() {
-		return Yield(ctx)
+		return t.yieldSpent(ctx)
 	}
+	return ctx.Err()
+}
+
+// yieldSpent yields t, the running task, whose budget is spent, and
+// returns ctx.Err(). Unlike Yield it switches even when the task's context
+// has ended: a cancelled task that loops on operations failing at once
+// (and ignores their errors) must still let its worker's other tasks run.
+func (t *Task) yieldSpent(ctx context.Context) error {
+	c := t.coro
+	c.budget = 0
+	c.yieldReason = reasonYield
+	c.yield(struct{}{})
 	return ctx.Err()
 }

@@ -162,15 +162,16 @@ func chargeSpawn(cur *Task) {
 		c.budget++
 		return
 	}
-	c.budget = 0
-	c.yieldReason = reasonYield
 	if w := cur.worker; !w.pinned && w.local.RemainingCap() > CoopBudget && w.inbox.Len() == 0 {
+		c.budget = 0
 		c.yieldReason = reasonPause
+		c.yield(struct{}{})
+		return
 	}
 	// Not Yield, which returns at once in a cancelled task: one that
 	// spawns on regardless (its children start cancelled) must let them
 	// run all the same.
-	c.yield(struct{}{})
+	_ = cur.yieldSpent(cur)
 }
 
 // SpawnOn starts fn as a new task on rt from any goroutine: it goes to the

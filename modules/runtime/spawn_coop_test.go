@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 )
@@ -59,5 +60,37 @@ func TestSpawnLoopRunsChildrenWhenNoWorkerHelps(t *testing.T) {
 				t.Errorf("%d tasks went through the global queue, want only the root", pops)
 			}
 		})
+	}
+}
+
+// A cancelled task that loops on operations failing at once (Consume
+// returns its error) still yields when its budget is spent, so the other
+// tasks of its worker run during the loop.
+func TestConsumeYieldsInACancelledTask(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	var otherRan atomic.Bool
+	ranDuringLoop := false
+	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		h := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			Spawn(ctx, func(context.Context) (struct{}, error) {
+				otherRan.Store(true)
+				return struct{}{}, nil
+			})
+			for range 4 * CoopBudget {
+				if Consume(ctx) == nil {
+					return struct{}{}, errors.New("Consume in a cancelled task returned nil")
+				}
+			}
+			ranDuringLoop = otherRan.Load()
+			return struct{}{}, nil
+		})
+		h.Cancel()
+		return h.Join(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ranDuringLoop {
+		t.Error("the other task did not run during the cancelled task's loop of 512 Consume calls")
 	}
 }
