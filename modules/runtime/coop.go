@@ -12,9 +12,9 @@ const CoopBudget = 128
 // when the budget is spent, Consume yields the task (as Yield does, but
 // even once ctx is done), so a task looping on always-ready operations, or
 // on operations that fail at once because it was cancelled, cannot starve
-// the other tasks of its worker. The budget refills whenever the task is resumed. Outside a
-// task, or with a context that is not the task's own (nor derived from it),
-// Consume charges nothing. It returns ctx.Err().
+// the other tasks of its worker. The budget refills whenever the task is
+// resumed. Outside a task, or with a context that is not the task's own
+// (nor derived from it), Consume charges nothing. It returns ctx.Err().
 func Consume(ctx context.Context) error {
 	// The common case, in direct calls: ctx is the task's own context and
 	// the caller is that task.
