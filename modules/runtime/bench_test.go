@@ -60,6 +60,73 @@ func BenchmarkSpawn(b *testing.B) {
 
 func nop(context.Context) (int, error) { return 0, nil }
 
+// Spawn b.N tasks that each park until all have been spawned, then wake
+// them: every task needs a coroutine of its own (none is free to reuse),
+// so this measures creating one, with its first switch and suspension,
+// against a goroutine that blocks on a channel.
+func BenchmarkSpawnParked(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run("faio/workers="+itoa(uint64(workers)), func(b *testing.B) {
+			rt := benchRuntime(b, workers)
+			var mu sync.Mutex
+			var parked []Waker
+			park := func(w Waker) bool {
+				mu.Lock()
+				parked = append(parked, w)
+				mu.Unlock()
+				return true
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+				for i := 0; i < b.N; i++ {
+					Spawn(ctx, func(ctx context.Context) (int, error) {
+						return 0, Suspend(ctx, park)
+					})
+				}
+				// Wait until every task has parked, then wake them.
+				for {
+					mu.Lock()
+					n := len(parked)
+					mu.Unlock()
+					if n == b.N {
+						break
+					}
+					if err := Yield(ctx); err != nil {
+						return 0, err
+					}
+				}
+				mu.Lock()
+				for _, w := range parked {
+					w.Wake()
+				}
+				parked = nil
+				mu.Unlock()
+				return 0, nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.Run("goroutines/procs="+itoa(uint64(workers)), func(b *testing.B) {
+			withProcs(b, workers)
+			release := make(chan struct{})
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			b.ResetTimer()
+			wg.Add(b.N)
+			for i := 0; i < b.N; i++ {
+				go func() {
+					<-release
+					wg.Done()
+				}()
+			}
+			close(release)
+			wg.Wait()
+		})
+	}
+}
+
 // Spawn one task and join it, b.N times.
 func BenchmarkSpawnJoin(b *testing.B) {
 	b.Run("faio", func(b *testing.B) {
