@@ -164,7 +164,17 @@ func chargeSpawn(cur *Task) {
 	}
 	c.budget = 0
 	c.yieldReason = reasonYield
-	if w := cur.worker; !w.pinned && w.local.RemainingCap() > CoopBudget && w.inbox.Len() == 0 {
+	if w := cur.worker; w.pinned {
+		// A task that yields on a pinned worker waits in mine, which the
+		// worker serves in turn with its local queue: the spawner would
+		// be back after two of its children, and the queue would fill
+		// and overflow (a million spawns on one worker peaked at 307 MiB).
+		// It waits behind them in the local queue instead; a thief that
+		// takes it from a stuck worker sends it back (runTask).
+		if w.local.Len() > 0 {
+			c.yieldReason = reasonBehind
+		}
+	} else if w.local.RemainingCap() > CoopBudget && w.inbox.Len() == 0 {
 		c.yieldReason = reasonPause
 	}
 	// Not Yield, which returns at once in a cancelled task: one that

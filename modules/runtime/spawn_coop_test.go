@@ -10,21 +10,27 @@ import (
 // A task spawning in a loop on a worker that nobody helps runs its
 // children every so often (chargeSpawn): they start before the loop ends,
 // whatever the queue's capacity, and even once its context is cancelled.
-// With the default capacity, the queue of a worker that is not pinned
-// never overflows into the global queue either, which a spawner that only
-// paused would make it do.
+// With the default capacity the queue never overflows into the global
+// queue either, pinned or not, which a spawner that only paused (or, on a
+// pinned worker, waited in mine) would make it do.
 func TestSpawnLoopRunsChildrenWhenNoWorkerHelps(t *testing.T) {
 	for _, tc := range []struct {
-		capacity  int
-		cancelled bool
-	}{{64, false}, {128, false}, {DefaultLocalQueueCapacity, false}, {DefaultLocalQueueCapacity, true}} {
+		capacity          int
+		cancelled, pinned bool
+	}{{64, false, false}, {128, false, false}, {DefaultLocalQueueCapacity, false, false}, {DefaultLocalQueueCapacity, true, false}, {DefaultLocalQueueCapacity, false, true}} {
 		capacity := tc.capacity
 		name := "capacity=" + itoa(uint64(capacity))
 		if tc.cancelled {
 			name += "/cancelled"
 		}
+		if tc.pinned {
+			name += "/pinned"
+		}
 		t.Run(name, func(t *testing.T) {
-			rt := newRuntime(t, Config{Workers: 1, LocalQueueCapacity: capacity})
+			if tc.pinned {
+				t.Setenv(EnvPinned, "1")
+			}
+			rt := newRuntime(t, Config{Workers: 1, LocalQueueCapacity: capacity, PinnedWorkers: tc.pinned})
 			const n = 4096
 			var spawned, firstSeen atomic.Int64
 			firstSeen.Store(-1)
@@ -55,11 +61,8 @@ func TestSpawnLoopRunsChildrenWhenNoWorkerHelps(t *testing.T) {
 			if got := firstSeen.Load(); got < 0 || got > 2*CoopBudget {
 				t.Errorf("the first child started after %d of %d spawns, want at most %d", got, n, 2*CoopBudget)
 			}
-			// The root itself came through the global queue. (Pinned
-			// workers take a yielded task, from mine, in turn with the
-			// local queue, so there the spawner is back before its
-			// children have run and the queue does overflow.)
-			if pops := rt.Stats().GlobalPops; capacity == DefaultLocalQueueCapacity && !rt.cfg.PinnedWorkers && pops > 1 {
+			// The root itself came through the global queue.
+			if pops := rt.Stats().GlobalPops; capacity == DefaultLocalQueueCapacity && pops > 1 {
 				t.Errorf("%d tasks went through the global queue, want only the root", pops)
 			}
 		})

@@ -265,6 +265,8 @@ func (w *worker) runTask(t *Task) {
 		w.poolCoro(c)
 	case reasonYield:
 		w.pushRunnable(t)
+	case reasonBehind:
+		w.pushLocal(t)
 	case reasonPause:
 		// The loop's periodic work, for a spawner that does not leave:
 		// with each pause a single tick, the IOInterval ticks that reap
