@@ -169,8 +169,7 @@ func chargeSpawn(cur *Task) {
 		// worker serves in turn with its local queue: the spawner would
 		// be back after two of its children, and the queue would fill
 		// and overflow (a million spawns on one worker peaked at 307 MiB).
-		// It waits behind them in the local queue instead; a thief that
-		// takes it from a stuck worker sends it back (runTask).
+		// It waits behind them instead (worker.behind).
 		if w.local.Len() > 0 {
 			c.yieldReason = reasonBehind
 		}

@@ -100,3 +100,37 @@ func TestConsumeYieldsInACancelledTask(t *testing.T) {
 		t.Error("the other task did not run during the cancelled task's loop of 512 Consume calls")
 	}
 }
+
+// Spawn loops under spawn loops on pinned workers: a second spawner that
+// yields while the first waits behind its children waits in mine, and
+// every task runs once.
+func TestNestedSpawnLoopsOnPinnedWorkers(t *testing.T) {
+	t.Setenv(EnvPinned, "1")
+	for _, workers := range []int{1, 2} {
+		t.Run("workers="+itoa(uint64(workers)), func(t *testing.T) {
+			rt := newRuntime(t, Config{Workers: workers, PinnedWorkers: true})
+			const outer, inner = 300, 300
+			var ran atomic.Int64
+			_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+				for range outer {
+					Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+						for range inner {
+							Spawn(ctx, func(context.Context) (struct{}, error) {
+								ran.Add(1)
+								return struct{}{}, nil
+							})
+						}
+						return struct{}{}, nil
+					})
+				}
+				return struct{}{}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ran.Load(); got != outer*inner {
+				t.Fatalf("%d of %d tasks ran", got, outer*inner)
+			}
+		})
+	}
+}

@@ -150,7 +150,7 @@ const (
 	reasonFinished // the task finished and runInline already completed it
 	reasonRetired  // the task called runtime.Goexit on a pinned worker (coro.retire)
 	reasonPause    // the task lets its worker's loop do its periodic work, then runs on (chargeSpawn)
-	reasonBehind   // a pinned worker's spawner waits behind its children in the local queue (chargeSpawn)
+	reasonBehind   // a pinned worker's spawner waits behind its children (chargeSpawn, worker.behind)
 )
 
 // Kinds of suspension the worker completes on its own side.

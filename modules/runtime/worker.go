@@ -72,6 +72,14 @@ type worker struct {
 	// watchdog.
 	mine    taskFIFO
 	mineLen atomic.Int32
+	// behind is a pinned worker's task spawning in a loop (chargeSpawn),
+	// which runs again once behindWait more tasks of the local queue have
+	// (those queued when it yielded: its children), or the queue is
+	// empty. mine would bring it back after two of them, and the local
+	// queue, stealable and overflowing into the global queue, is no place
+	// for a task that has started.
+	behind     *Task
+	behindWait int
 	// placed holds the fresh tasks Spawn placed on this pinned worker from
 	// other workers (see spreadTarget); nil on other workers.
 	placed *ringq.GlobalQueue[*Task]
@@ -266,7 +274,11 @@ func (w *worker) runTask(t *Task) {
 	case reasonYield:
 		w.pushRunnable(t)
 	case reasonBehind:
-		w.pushLocal(t)
+		if w.behind == nil {
+			w.behind, w.behindWait = t, w.local.Len()
+		} else {
+			w.pushRunnable(t) // a spawner under a spawner: mine, as any yield
+		}
 	case reasonPause:
 		// The loop's periodic work, for a spawner that does not leave:
 		// with each pause a single tick, the IOInterval ticks that reap
@@ -561,7 +573,12 @@ func (w *worker) nextTask() *Task {
 			return t
 		}
 	}
+	if t := w.behind; t != nil && (w.behindWait <= 0 || w.local.Len() == 0) {
+		w.behind = nil
+		return t
+	}
 	if t, ok := w.local.Pop(); ok {
+		w.behindWait--
 		return t
 	}
 	if w.pinned {
@@ -710,7 +727,7 @@ func (w *worker) stopSearching(foundWork bool) {
 // (see the statemachine package comment).
 func (w *worker) hasWork() bool {
 	rt := w.rt
-	if w.inbox.Len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil || w.pinned && (w.mine.len() > 0 || w.placed.Len() > 0) {
+	if w.inbox.Len() > 0 || rt.global.Len() > 0 || w.local.Len() > 0 || w.lifo.Load() != nil || w.pinned && (w.mine.len() > 0 || w.placed.Len() > 0 || w.behind != nil) {
 		return true
 	}
 	// A cancellation request for an operation on our ring is work too:
