@@ -45,7 +45,7 @@ type fdGuard struct {
 	poll atomic.Pointer[poller]
 	// rfd is the descriptor's registration with the runtime's readiness
 	// poller once a portable-backend task waited for it (direct.go); noRFD
-	// says the poller refused it.
+	// (under mu) says the poller refused it.
 	rfd   atomic.Pointer[runtime.FD]
 	noRFD bool
 

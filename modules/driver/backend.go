@@ -24,8 +24,8 @@ const (
 	// system calls (package aio: a task's socket waits for readiness in the
 	// runtime's epoll instance, which the workers poll, a goroutine's in
 	// Go's netpoller; files run on a bounded pool of goroutines), with the
-	// calling task suspended meanwhile. Scheduling, timers, sync and channels are the same on
-	// both backends.
+	// calling task suspended meanwhile. Scheduling, timers, sync and
+	// channels are the same on both backends.
 	BackendPortable
 )
 

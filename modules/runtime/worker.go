@@ -578,7 +578,9 @@ func (w *worker) nextTask() *Task {
 		return t
 	}
 	if t, ok := w.local.Pop(); ok {
-		w.behindWait--
+		if w.behind != nil {
+			w.behindWait--
+		}
 		return t
 	}
 	if w.pinned {
