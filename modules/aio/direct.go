@@ -50,7 +50,8 @@ type directOp interface {
 // submit runs a file operation (or one that does not wait for a peer):
 // on the calling task's ring; from a plain goroutine, as a system call;
 // from a task on the portable backend, as a system call on the blocking
-// pool while the task suspends. A ctx that has ended runs nothing.
+// pool while the task suspends, or through Linux AIO for an O_DIRECT
+// transfer (kaio.go). A ctx that has ended runs nothing.
 func submit(ctx context.Context, rt *runtime.Runtime, op directOp) (runtime.Result, error) {
 	if runtime.InTask(ctx) {
 		if n, ok := op.(nowaitOp); ok {
@@ -69,6 +70,14 @@ func submit(ctx context.Context, rt *runtime.Runtime, op directOp) (runtime.Resu
 		res, err := runtime.SubmitOn(ctx, rt, op)
 		if err != runtime.ErrNoRing {
 			return res, err
+		}
+		if o, ok := kaioOp(op); ok {
+			if err := ctx.Err(); err != nil {
+				return runtime.Result{}, err
+			}
+			if res, ok := submitKaio(ctx, o); ok {
+				return res, nil
+			}
 		}
 		return blocking(ctx, op.direct)
 	}

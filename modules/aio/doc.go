@@ -80,4 +80,16 @@
 // kernel has let go of its buffer. Errors are the standard library's:
 // *fs.PathError for files, *net.OpError for sockets, io.EOF at the end,
 // with the errno inside (errors.Is(err, syscall.ECONNREFUSED) works).
+//
+// # Without io_uring
+//
+// On the portable backend (runtime.BackendPortable, where io_uring is
+// refused) a task's socket waits for readiness in its runtime's epoll
+// instance (runtime.RegisterFD), and its file operations run as system
+// calls on a pool of at most 64 goroutines while the task suspends. A
+// read or write at an offset of a file opened with O_DIRECT goes to Linux
+// AIO (io_submit(2)) instead, so that no thread waits for the device; what
+// io_submit refuses goes to the pool. Once on the device, such an
+// operation cannot be cancelled: the call returns when it completes, as
+// it does on the pool.
 package aio

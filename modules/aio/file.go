@@ -30,6 +30,10 @@ type File struct {
 	// inline (fdOp.nowait); not with O_DIRECT, whose reads always go to
 	// the device and would hold the worker until it answered.
 	cachedReads bool
+	// direct is set for a file opened with O_DIRECT (a regular file or
+	// a block device): on the portable backend a task's transfers at an
+	// offset go to Linux AIO (kaio.go).
+	direct *kaioFile
 	// pollable: a pipe, socket or character device (a terminal) may wait
 	// forever, so outside a task's ring its reads and writes wait in the
 	// netpoller, where ctx can end them, as package os does; disk files
@@ -87,6 +91,11 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 		case unix.S_IFREG:
 			f.regular = true
 			f.cachedReads = flag&unix.O_DIRECT == 0
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFBLK {
+			if flag&unix.O_DIRECT != 0 {
+				f.direct = new(kaioFile)
+			}
 		}
 	}
 	f.guard.init(rt, int(res.Res), false)
@@ -232,7 +241,7 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 	var err error
 	for len(b) > 0 {
 		op.opcode, op.fd, op.buf, op.off = opcode, f.guard.fd, b, uint64(off)
-		op.cached = cached
+		op.cached, op.kaio = cached, f.direct
 		res, serr := f.transfer(ctx, op, opcode == uring.OpWrite)
 		if err = fileErr(res, serr); err != nil {
 			break
@@ -250,7 +259,7 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 			off += int64(res.Res)
 		}
 	}
-	op.buf = nil
+	op.buf, op.kaio = nil, nil
 	return n, err
 }
 

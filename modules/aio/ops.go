@@ -26,6 +26,9 @@ type fdOp struct {
 	off    uint64
 	flags  int
 	cached bool // a read a task may first try in the page cache (nowait)
+	// kaio is set for a read or write of an O_DIRECT file, which a task
+	// on the portable backend submits to Linux AIO (kaio.go).
+	kaio *kaioFile
 }
 
 // Prep fills sqe for o.opcode.
