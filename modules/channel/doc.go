@@ -44,6 +44,10 @@
 //
 // # Waiting and cancellation
 //
+// Before it waits, an operation lets its worker's next task run at once
+// (runtime.RunNext: often the peer it just woke, which may well answer)
+// and tries again; only then does it wait.
+//
 // Waiting is built on runtime.Suspend: the waiter queues itself only after
 // its task has switched away, from the register function, which first
 // tries the operation once more under the lock. Each queued operation has a

@@ -42,6 +42,18 @@ func (r *Receiver[T]) Recv(ctx context.Context) (T, error) {
 	case outcomeClosed:
 		return v, ErrClosed
 	}
+	if runtime.RunNext(ctx) {
+		c.mu.Lock()
+		v, res, peer = c.recvLocked(&r.end)
+		c.mu.Unlock()
+		switch res {
+		case outcomeDone:
+			peer.Wake()
+			return v, nil
+		case outcomeClosed:
+			return v, ErrClosed
+		}
+	}
 	v, closed, err := c.block(ctx, &r.end, false, v)
 	if err != nil {
 		return v, err

@@ -43,6 +43,18 @@ func (s *Sender[T]) Send(ctx context.Context, v T) error {
 	case outcomeClosed:
 		return &SendError[T]{Value: v}
 	}
+	if runtime.RunNext(ctx) {
+		c.mu.Lock()
+		res, peer = c.sendLocked(&s.end, v)
+		c.mu.Unlock()
+		switch res {
+		case outcomeDone:
+			peer.Wake()
+			return nil
+		case outcomeClosed:
+			return &SendError[T]{Value: v}
+		}
+	}
 	_, closed, err := c.block(ctx, &s.end, true, v)
 	if err != nil {
 		return err

@@ -160,12 +160,7 @@ func newCoro(owner *worker, t *Task) *coro {
 		defer c.ended(g)
 		c.task.runG.Store(g)
 		for {
-			if t := c.task; c.owner.pinned {
-				t.execute()
-			} else {
-				setProfLabel(t.labels)
-				t.run(c)
-			}
+			c.task.execute()
 			if c.task.worker.runInline(c) {
 				continue
 			}
@@ -202,13 +197,14 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// execute runs the task's function on its coroutine, on a pinned worker.
-// (On others the coroutine's loop calls run itself, one frame less.)
+// execute runs the task's function on its coroutine.
 func (t *Task) execute() {
 	c := t.coro
 	setProfLabel(t.labels)
-	// On a pinned worker a runtime.Goexit must not reach the worker (see
-	// retire). A Goexit is what leaves run without returning: run
+	// A runtime.Goexit must not reach a pinned worker, nor a task that
+	// resumed this one nested (RunNext), which Go's coroutines would end
+	// with it (see retire); elsewhere it ends the worker's goroutine, which
+	// onExit replaces. A Goexit is what leaves run without returning: run
 	// recovers panics itself, even one raised by a deferred call while
 	// a Goexit is under way (after which the Goexit resumes). With
 	// PanicCrash it does not, so a panic passes here too: it is passed on.
@@ -222,7 +218,9 @@ func (t *Task) execute() {
 				panic(r)
 			}
 		}
-		c.retire(t)
+		if w := t.worker; w.pinned || w.nested {
+			c.retire(t)
+		}
 	}()
 	t.run(c)
 	exited = false
@@ -245,14 +243,16 @@ func (t *Task) run(c *coro) {
 	t.body.run(t)
 }
 
-// retire is called on a pinned worker by a task whose function called
-// runtime.Goexit, from execute's deferred call, with the Goexit under way.
-// On other workers the Goexit ends the coroutine and then the worker's
-// goroutine, which onExit replaces; here that goroutine is locked to the
-// thread that alone may resume the worker's suspended tasks, so it must not
-// end. The task fails with ErrGoexit and its coroutine switches back to the
-// worker for good (reasonRetired) instead of ending: the worker stops it at
-// shutdown (unpinAtShutdown), and only then does the Goexit finish.
+// retire is called by a task whose function called runtime.Goexit, from
+// execute's deferred call, with the Goexit under way, on a pinned worker or
+// in a nested run (RunNext). Elsewhere the Goexit ends the coroutine and
+// then the worker's goroutine, which onExit replaces. A pinned worker's
+// goroutine is locked to the thread that alone may resume the worker's
+// suspended tasks, and a nested run's is the goroutine of the task that
+// called RunNext: neither may end. The task fails with ErrGoexit and its
+// coroutine switches back for good (reasonRetired) instead of ending: it
+// is stopped at shutdown (unpinAtShutdown, Close), and only then does the
+// Goexit finish.
 func (c *coro) retire(t *Task) {
 	t.body.fail(ErrGoexit)
 	c.yieldReason = reasonRetired

@@ -57,7 +57,10 @@
 // when nobody searches (package statemachine states the protocol that
 // keeps wake-ups from being lost). When a task finishes and the next one
 // is fresh, the finished task's coroutine runs it without a switch back to
-// the loop. The count of a task's live children, which tells when it and
+// the loop. A task about to wait may run the task its worker would choose
+// next itself, nested on its own goroutine (RunNext, which package
+// channel calls): a hand-off between two tasks then costs two switches and
+// no turn of the loop instead of four switches and two turns. The count of a task's live children, which tells when it and
 // everything under it have finished, is kept in batches so that the cores
 // running a parent's children do not pass its cache line back and forth:
 // the parent's own spawns count them 64 at a time, and a worker takes the
@@ -114,7 +117,10 @@
 // to Config.OnStall and wakes another worker to steal the waiting tasks;
 // but the blocked worker itself is lost until the call returns. Use the
 // faio equivalents, or run blocking code in a goroutine and wait for it
-// with a faio primitive. (A faio call made by a task with a context that is
+// with a faio primitive. Do not hold such a mutex across a faio wait: a
+// task that needs it, run meanwhile on the same worker (or nested under
+// the waiter, see RunNext), blocks the worker and can deadlock with the
+// holder; faio's Mutex suspends instead. (A faio call made by a task with a context that is
 // not its own, such as context.Background() in a deferred Close, still
 // suspends the task: the context only decides cancellation.)
 //

@@ -217,3 +217,76 @@ func ExampleConsumeCurrent() {
 	fmt.Println("the other task ran during the loop:", ranBetween)
 	// Output: the other task ran during the loop: true
 }
+
+// box holds one value at a time; Take waits for one. It shows where a
+// primitive calls RunNext: once it knows it must wait, before it suspends.
+type box struct {
+	mu     sync.Mutex
+	full   bool
+	v      int
+	waiter runtime.Waker
+}
+
+func (b *box) Put(v int) {
+	b.mu.Lock()
+	b.v, b.full = v, true
+	w := b.waiter
+	b.waiter = runtime.Waker{}
+	b.mu.Unlock()
+	w.Wake()
+}
+
+func (b *box) take() (int, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.v, b.full
+	b.full = false
+	return v, ok
+}
+
+func (b *box) Take(ctx context.Context) (int, error) {
+	for {
+		if v, ok := b.take(); ok {
+			return v, nil
+		}
+		// Let the task its worker would run next (often the one
+		// that will Put) run now, with no lock held; then look again.
+		if runtime.RunNext(ctx) {
+			if v, ok := b.take(); ok {
+				return v, nil
+			}
+		}
+		err := runtime.Suspend(ctx, func(w runtime.Waker) bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.full {
+				return false
+			}
+			b.waiter = w
+			return true
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+func ExampleRunNext() {
+	rt, err := runtime.New(runtime.Config{Workers: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+
+	sum, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+		var b box
+		runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			b.Put(42)
+			return struct{}{}, nil
+		})
+		return b.Take(ctx) // runs the spawned task at once, then takes
+	})
+	fmt.Println(sum, err)
+	// Output: 42 <nil>
+}

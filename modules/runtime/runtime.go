@@ -358,11 +358,20 @@ func (rt *Runtime) Close() error {
 		stopped := make(chan struct{})
 		go func() {
 			defer close(stopped)
+			var retired []*coro
 			for _, w := range rt.workers {
 				for _, c := range w.coros {
 					c.stop()
 				}
+				if !w.pinned {
+					// Coroutines of tasks that called Goexit in a
+					// nested run (RunNext); last, since stopping
+					// one ends this goroutine (stopRetired).
+					retired = append(retired, w.retired...)
+					w.retired = nil
+				}
 			}
+			stopRetired(retired)
 		}()
 		<-stopped
 		unregisterWorkers(rt)

@@ -477,3 +477,75 @@ func parkGoroutine(ctx context.Context, register func(Waker) bool) error {
 	parkers.Put(p)
 	return nil
 }
+
+// RunNext lets the task of ctx, about to wait, run the task its worker
+// would run next, now and on its own goroutine, and reports whether it did:
+// the caller should then try its operation again before it suspends.
+//
+// A task that wakes another and then waits (a request and its reply over
+// a channel, a lock handed on) would otherwise switch back to its worker's
+// loop, which switches to the woken task; when that one waits in turn, the
+// loop switches to the next. RunNext switches straight to the woken task
+// (the one in the worker's LIFO slot, which the loop would have chosen),
+// and its wait switches straight back: two coroutine switches and no turn
+// of the loop per hand-off instead of four switches and two turns. If the
+// woken task provided what the caller waits for, the caller goes on
+// without suspending at all. The channels of package channel call it
+// before they suspend; W2 (ping-pong over two channels) went from 500 to
+// 310 ns per round trip with it.
+//
+// It does nothing and reports false when ctx is not the calling task's (a
+// plain goroutine), on pinned workers (Config.PinnedWorkers), inside a run
+// it started (one level only), when no task waits in the LIFO slot, and
+// after 16 such runs since the worker's loop last chose a task, so that
+// the loop's own work (its ring, timers, queues) is not held off by two
+// tasks that keep handing work to each other. The task run this way runs
+// until it waits, yields, or ends; it may do anything a task does.
+//
+// The caller must hold no lock that the task run might need, from package
+// sync or elsewhere (a sync.Mutex, a sync.Once's Do): that task would
+// block on it for good, since the holder goes on only once it returns.
+// The channels of package channel call RunNext with no lock of theirs
+// held, so a task must not hold such a lock across a channel operation
+// either (it should not across any faio wait, see Hazards in the package
+// documentation).
+func RunNext(ctx context.Context) bool {
+	cur := Current(ctx).running()
+	if cur == nil {
+		return false
+	}
+	w := cur.worker
+	if w.pinned || w.nested || w.nestedRuns >= maxNestedRuns || w.lifo.Load() == nil {
+		return false
+	}
+	t := w.lifo.Swap(nil)
+	if t == nil {
+		return false
+	}
+	w.nestedRuns++
+	w.nested = true
+	ok := false
+	defer func() {
+		if !ok {
+			// A panic out of the worker's part of the run (a
+			// register function, or a task under PanicCrash): on the
+			// loop it would end the process, and the caller's own
+			// recover must not catch it.
+			r := recover()
+			go func() { panic(r) }()
+			select {}
+		}
+	}()
+	w.settle(t)
+	w.runTask(t)
+	w.nested = false
+	// Back to the caller, as if the loop had chosen it.
+	w.settle(cur)
+	w.runningTask = cur
+	w.current.Store(cur.coro)
+	ok = true
+	return true
+}
+
+// maxNestedRuns bounds the RunNext runs between two of the loop's choices.
+const maxNestedRuns = 16

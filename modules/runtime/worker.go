@@ -26,6 +26,11 @@ type worker struct {
 	// Thieves may take it too (Swap), so a blocked worker strands nothing.
 	lifo     atomic.Pointer[Task]
 	lifoRuns int // consecutive LIFO runs this tick, bounded by maxLIFORuns
+	// nested is set while a task runs on another task's goroutine
+	// (RunNext); nestedRuns counts such runs since the loop last chose a
+	// task, bounded by maxNestedRuns.
+	nested     bool
+	nestedRuns int
 	// oweTo is the parent of tasks that finished here and left the tree,
 	// and owed how many of them its kids still counts (see owe).
 	oweTo *Task
@@ -145,6 +150,7 @@ func (w *worker) loop() {
 			if w.searching {
 				w.stopSearching(true)
 			}
+			w.nestedRuns = 0
 			w.runTask(t)
 			continue
 		}
@@ -280,6 +286,13 @@ func (w *worker) runTask(t *Task) {
 			w.pushRunnable(t) // a spawner under a spawner: mine, as any yield
 		}
 	case reasonPause:
+		if w.nested {
+			// Run by RunNext, whose caller goes on first: handoff is
+			// for the loop's next choice, which may come after the
+			// caller or another nested task paused in turn.
+			w.pushRunnable(t)
+			break
+		}
 		// The loop's periodic work, for a spawner that does not leave:
 		// with each pause a single tick, the IOInterval ticks that reap
 		// the ring would otherwise come only every IOInterval pauses.
@@ -415,6 +428,9 @@ func (w *worker) poolCoro(c *coro) {
 // through handoff.
 func (w *worker) runInline(c *coro) bool {
 	rt, next := w.rt, w.tick+1
+	if w.nested {
+		return false // a nested run is one task's (RunNext)
+	}
 	if next%heartbeatTicks == 0 || next%uint32(rt.cfg.IOInterval) == 0 || next%uint32(rt.cfg.GlobalQueueInterval) == 0 || rt.shutdown.Load() {
 		return false
 	}
