@@ -44,6 +44,9 @@ func directFile(t *testing.T, size int) (string, []byte) {
 	if err := kaioProbe(int(f.Fd())); err != nil {
 		t.Skipf("Linux AIO does not take O_DIRECT reads with RWF_NOWAIT of %s: %v", name, err)
 	}
+	if theKaio() == nil {
+		t.Skip("the process's Linux AIO context could not be created")
+	}
 	return name, data
 }
 
@@ -106,6 +109,20 @@ func withKaio(t *testing.T, k *kaio) {
 	})
 }
 
+// stubKaio installs a new AIO context whose io_submit is submit (which
+// may call k.ioSubmit), and returns it; it skips the test where there is
+// none.
+func stubKaio(t *testing.T, submit func(k *kaio, cb *kaioCB) syscall.Errno) *kaio {
+	t.Helper()
+	k := newKaio(64)
+	if k == nil {
+		t.Skip("Linux AIO (io_setup) is unavailable here")
+	}
+	k.submit = func(cb *kaioCB) syscall.Errno { return submit(k, cb) }
+	withKaio(t, k)
+	return k
+}
+
 // close waits for k's reaper to end and releases k's context and eventfd.
 func (k *kaio) close(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
@@ -125,17 +142,26 @@ func (k *kaio) close(t *testing.T) {
 	k.efile.Close()
 }
 
+// onDirectFile runs fn as a task of rt with name opened with flag, and
+// closes the file after.
+func onDirectFile(t *testing.T, rt *runtime.Runtime, name string, flag int, fn func(ctx context.Context, f *File) error) {
+	t.Helper()
+	runTask(t, rt, func(ctx context.Context) error {
+		f, err := OpenFile(ctx, name, flag, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close(ctx)
+		return fn(ctx, f)
+	})
+}
+
 // readDirectConcurrently reads every block of the O_DIRECT file name with
 // tasks readers at once, each block at its own random turn, and checks the
 // bytes against want.
 func readDirectConcurrently(t *testing.T, rt *runtime.Runtime, name string, want []byte, readers int) {
 	t.Helper()
-	runTask(t, rt, func(ctx context.Context) error {
-		f, err := OpenFile(ctx, name, os.O_RDONLY|unix.O_DIRECT, 0)
-		if err != nil {
-			return err
-		}
-		defer f.Close(ctx)
+	onDirectFile(t, rt, name, os.O_RDONLY|unix.O_DIRECT, func(ctx context.Context, f *File) error {
 		blocks := len(want) / directBlock
 		order := rand.Perm(blocks)
 		var hs []*runtime.JoinHandle[struct{}]
@@ -165,9 +191,6 @@ func readDirectConcurrently(t *testing.T, rt *runtime.Runtime, name string, want
 func TestPortableDirectIOUsesLinuxAIO(t *testing.T) {
 	const size = 256 * directBlock
 	name, data := directFile(t, size)
-	if theKaio() == nil {
-		t.Skip("Linux AIO (io_setup) is unavailable here")
-	}
 	rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: runtime.BackendPortable})
 
 	before := kaioSubmits.Load()
@@ -180,12 +203,7 @@ func TestPortableDirectIOUsesLinuxAIO(t *testing.T) {
 	// plain read of the file sees them all.
 	fresh := randomBytes(size, 62)
 	before = kaioSubmits.Load()
-	runTask(t, rt, func(ctx context.Context) error {
-		f, err := OpenFile(ctx, name, os.O_RDWR|unix.O_DIRECT, 0)
-		if err != nil {
-			return err
-		}
-		defer f.Close(ctx)
+	onDirectFile(t, rt, name, os.O_RDWR|unix.O_DIRECT, func(ctx context.Context, f *File) error {
 		var hs []*runtime.JoinHandle[struct{}]
 		for w := range 32 {
 			hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
@@ -220,18 +238,13 @@ func TestPortableDirectIOUsesLinuxAIO(t *testing.T) {
 func TestPortableDirectIORefusedByLinuxAIO(t *testing.T) {
 	const size = 256 * directBlock
 	name, data := directFile(t, size)
-	k := newKaio(64)
-	if k == nil {
-		t.Skip("Linux AIO (io_setup) is unavailable here")
-	}
 	var calls atomic.Int64
-	k.submit = func(cb *kaioCB) syscall.Errno {
+	stubKaio(t, func(k *kaio, cb *kaioCB) syscall.Errno {
 		if calls.Add(1)%2 == 0 {
 			return unix.EAGAIN
 		}
 		return k.ioSubmit(cb)
-	}
-	withKaio(t, k)
+	})
 	rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: runtime.BackendPortable})
 	before := kaioSubmits.Load()
 	readDirectConcurrently(t, rt, name, data, 64)
@@ -246,16 +259,11 @@ func TestPortableDirectIORefusedByLinuxAIO(t *testing.T) {
 func TestPortableDirectIORefusedForGood(t *testing.T) {
 	const size = 64 * directBlock
 	name, data := directFileAny(t, size)
-	k := newKaio(64)
-	if k == nil {
-		t.Skip("Linux AIO (io_setup) is unavailable here")
-	}
 	var calls atomic.Int64
-	k.submit = func(cb *kaioCB) syscall.Errno {
+	stubKaio(t, func(k *kaio, cb *kaioCB) syscall.Errno {
 		calls.Add(1)
 		return unix.EOPNOTSUPP
-	}
-	withKaio(t, k)
+	})
 	rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: runtime.BackendPortable})
 	readDirectConcurrently(t, rt, name, data, 1)
 	if n := calls.Load(); n != 1 {
@@ -267,15 +275,10 @@ func TestPortableDirectIORefusedForGood(t *testing.T) {
 // started, even when the reaper already waits for the eventfd.
 func TestPortableDirectIORefusalEndsAnIdleReaper(t *testing.T) {
 	name, data := directFile(t, directBlock)
-	k := newKaio(64)
-	if k == nil {
-		t.Skip("Linux AIO (io_setup) is unavailable here")
-	}
-	k.submit = func(cb *kaioCB) syscall.Errno {
+	k := stubKaio(t, func(k *kaio, cb *kaioCB) syscall.Errno {
 		time.Sleep(20 * time.Millisecond) // the reaper gets to its wait
 		return unix.EAGAIN
-	}
-	withKaio(t, k)
+	})
 	rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: runtime.BackendPortable})
 	readDirectConcurrently(t, rt, name, data, 1)
 	deadline := time.Now().Add(5 * time.Second)
@@ -298,17 +301,9 @@ func TestPortableDirectIORefusalEndsAnIdleReaper(t *testing.T) {
 func TestPortableDirectIOAtThePosition(t *testing.T) {
 	const size = 8 * directBlock
 	name, data := directFile(t, size)
-	if theKaio() == nil {
-		t.Skip("Linux AIO (io_setup) is unavailable here")
-	}
 	rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: runtime.BackendPortable})
 	fresh := randomBytes(2*directBlock, 63)
-	runTask(t, rt, func(ctx context.Context) error {
-		f, err := OpenFile(ctx, name, os.O_RDWR|unix.O_DIRECT, 0)
-		if err != nil {
-			return err
-		}
-		defer f.Close(ctx)
+	onDirectFile(t, rt, name, os.O_RDWR|unix.O_DIRECT, func(ctx context.Context, f *File) error {
 		before := kaioSubmits.Load()
 		buf := alignedBlocks(2)
 		copy(buf, fresh)
@@ -342,19 +337,11 @@ func TestPortableDirectIOAtThePosition(t *testing.T) {
 // every byte either way.
 func TestPortableDirectIOExtendingWrites(t *testing.T) {
 	name, _ := directFile(t, directBlock)
-	if theKaio() == nil {
-		t.Skip("Linux AIO (io_setup) is unavailable here")
-	}
 	rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: runtime.BackendPortable})
 	const chunk, chunks = 16 * directBlock, 32
 	want := randomBytes(chunk*chunks, 64)
 	before := kaioPunted.Load()
-	runTask(t, rt, func(ctx context.Context) error {
-		f, err := OpenFile(ctx, name, os.O_RDWR|os.O_TRUNC|unix.O_DIRECT, 0)
-		if err != nil {
-			return err
-		}
-		defer f.Close(ctx)
+	onDirectFile(t, rt, name, os.O_RDWR|os.O_TRUNC|unix.O_DIRECT, func(ctx context.Context, f *File) error {
 		buf := alignedBlocks(chunk / directBlock)
 		for i := range chunks {
 			copy(buf, want[i*chunk:])
@@ -398,16 +385,8 @@ func TestPortableDirectIOWithoutLinuxAIO(t *testing.T) {
 func TestPortableDirectIOErrors(t *testing.T) {
 	const size = 4 * directBlock
 	name, _ := directFile(t, size)
-	if theKaio() == nil {
-		t.Skip("Linux AIO (io_setup) is unavailable here")
-	}
 	rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: runtime.BackendPortable})
-	runTask(t, rt, func(ctx context.Context) error {
-		f, err := OpenFile(ctx, name, os.O_RDONLY|unix.O_DIRECT, 0)
-		if err != nil {
-			return err
-		}
-		defer f.Close(ctx)
+	onDirectFile(t, rt, name, os.O_RDONLY|unix.O_DIRECT, func(ctx context.Context, f *File) error {
 		buf := alignedBlocks(2)
 
 		// Misaligned: what pread says on the same descriptor (EINVAL
@@ -459,16 +438,8 @@ func TestPortableDirectIOErrors(t *testing.T) {
 func TestPortableDirectIOCancelledDuringTheRead(t *testing.T) {
 	const size = 256 * directBlock
 	name, data := directFile(t, size)
-	if theKaio() == nil {
-		t.Skip("Linux AIO (io_setup) is unavailable here")
-	}
 	rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: runtime.BackendPortable})
-	runTask(t, rt, func(ctx context.Context) error {
-		f, err := OpenFile(ctx, name, os.O_RDONLY|unix.O_DIRECT, 0)
-		if err != nil {
-			return err
-		}
-		defer f.Close(ctx)
+	onDirectFile(t, rt, name, os.O_RDONLY|unix.O_DIRECT, func(ctx context.Context, f *File) error {
 		for i := range 200 {
 			buf := alignedBlocks(1)
 			off := int64(i%(size/directBlock)) * directBlock

@@ -31,30 +31,18 @@ func (r *Receiver[T]) Recv(ctx context.Context) (T, error) {
 		var zero T
 		return zero, err
 	}
-	c := r.ch
-	c.mu.Lock()
-	v, res, peer := c.recvLocked(&r.end)
-	c.mu.Unlock()
-	switch res {
-	case outcomeDone:
-		peer.Wake()
-		return v, nil
-	case outcomeClosed:
-		return v, ErrClosed
-	}
-	if runtime.RunNext(ctx) {
-		c.mu.Lock()
-		v, res, peer = c.recvLocked(&r.end)
-		c.mu.Unlock()
-		switch res {
-		case outcomeDone:
-			peer.Wake()
-			return v, nil
-		case outcomeClosed:
-			return v, ErrClosed
+	for retried := false; ; retried = true {
+		if v, done, err := r.try(); done {
+			return v, err
+		}
+		// Before waiting, the task this worker would run next (often
+		// the sender just woken) runs now; then a second look.
+		if retried || !runtime.RunNext(ctx) {
+			break
 		}
 	}
-	v, closed, err := c.block(ctx, &r.end, false, v)
+	var zero T
+	v, closed, err := r.ch.block(ctx, &r.end, false, zero)
 	if err != nil {
 		return v, err
 	}
@@ -71,6 +59,16 @@ func (r *Receiver[T]) Recv(ctx context.Context) (T, error) {
 // cooperative budget: a task polling it in a loop should call
 // runtime.Yield.
 func (r *Receiver[T]) TryRecv() (T, error) {
+	v, done, err := r.try()
+	if !done {
+		return v, ErrEmpty
+	}
+	return v, err
+}
+
+// try receives if it can without waiting: done reports that it did, or
+// found the channel closed for this Receiver (err is then ErrClosed).
+func (r *Receiver[T]) try() (v T, done bool, err error) {
 	c := r.ch
 	c.mu.Lock()
 	v, res, peer := c.recvLocked(&r.end)
@@ -78,11 +76,11 @@ func (r *Receiver[T]) TryRecv() (T, error) {
 	switch res {
 	case outcomeDone:
 		peer.Wake()
-		return v, nil
+		return v, true, nil
 	case outcomeClosed:
-		return v, ErrClosed
+		return v, true, ErrClosed
 	}
-	return v, ErrEmpty
+	return v, false, nil
 }
 
 // All returns an iterator over the values received with Recv(ctx), for

@@ -32,30 +32,17 @@ func (s *Sender[T]) Send(ctx context.Context, v T) error {
 	if err := runtime.Consume(ctx); err != nil {
 		return err
 	}
-	c := s.ch
-	c.mu.Lock()
-	res, peer := c.sendLocked(&s.end, v)
-	c.mu.Unlock()
-	switch res {
-	case outcomeDone:
-		peer.Wake()
-		return nil
-	case outcomeClosed:
-		return &SendError[T]{Value: v}
-	}
-	if runtime.RunNext(ctx) {
-		c.mu.Lock()
-		res, peer = c.sendLocked(&s.end, v)
-		c.mu.Unlock()
-		switch res {
-		case outcomeDone:
-			peer.Wake()
-			return nil
-		case outcomeClosed:
-			return &SendError[T]{Value: v}
+	for retried := false; ; retried = true {
+		if done, err := s.try(v); done {
+			return err
+		}
+		// Before waiting, the task this worker would run next (often
+		// the receiver just woken) runs now; then a second look.
+		if retried || !runtime.RunNext(ctx) {
+			break
 		}
 	}
-	_, closed, err := c.block(ctx, &s.end, true, v)
+	_, closed, err := s.ch.block(ctx, &s.end, true, v)
 	if err != nil {
 		return err
 	}
@@ -71,6 +58,15 @@ func (s *Sender[T]) Send(ctx context.Context, v T) error {
 // when the channel or this Sender is closed. TrySend does not charge the
 // cooperative budget: a task polling it in a loop should call runtime.Yield.
 func (s *Sender[T]) TrySend(v T) error {
+	if done, err := s.try(v); done {
+		return err
+	}
+	return ErrFull
+}
+
+// try sends v if it can without waiting: done reports that it did, or
+// found the channel closed for this Sender (err is then a *SendError[T]).
+func (s *Sender[T]) try(v T) (done bool, err error) {
 	c := s.ch
 	c.mu.Lock()
 	res, peer := c.sendLocked(&s.end, v)
@@ -78,11 +74,11 @@ func (s *Sender[T]) TrySend(v T) error {
 	switch res {
 	case outcomeDone:
 		peer.Wake()
-		return nil
+		return true, nil
 	case outcomeClosed:
-		return &SendError[T]{Value: v}
+		return true, &SendError[T]{Value: v}
 	}
-	return ErrFull
+	return false, nil
 }
 
 // Clone returns a new Sender of the same channel. The channel counts as
