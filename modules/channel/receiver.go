@@ -31,9 +31,18 @@ func (r *Receiver[T]) Recv(ctx context.Context) (T, error) {
 		var zero T
 		return zero, err
 	}
+	c := r.ch
 	for retried := false; ; retried = true {
-		if v, done, err := r.try(); done {
-			return v, err
+		// try, inline: as a call it cost W4 (4x4 channel) 12%.
+		c.mu.Lock()
+		v, res, peer := c.recvLocked(&r.end)
+		c.mu.Unlock()
+		switch res {
+		case outcomeDone:
+			peer.Wake()
+			return v, nil
+		case outcomeClosed:
+			return v, ErrClosed
 		}
 		// Before waiting, the task this worker would run next (often
 		// the sender just woken) runs now; then a second look.
@@ -42,7 +51,7 @@ func (r *Receiver[T]) Recv(ctx context.Context) (T, error) {
 		}
 	}
 	var zero T
-	v, closed, err := r.ch.block(ctx, &r.end, false, zero)
+	v, closed, err := c.block(ctx, &r.end, false, zero)
 	if err != nil {
 		return v, err
 	}

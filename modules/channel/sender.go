@@ -32,9 +32,18 @@ func (s *Sender[T]) Send(ctx context.Context, v T) error {
 	if err := runtime.Consume(ctx); err != nil {
 		return err
 	}
+	c := s.ch
 	for retried := false; ; retried = true {
-		if done, err := s.try(v); done {
-			return err
+		// try, inline: as a call it cost W4 (4x4 channel) 12%.
+		c.mu.Lock()
+		res, peer := c.sendLocked(&s.end, v)
+		c.mu.Unlock()
+		switch res {
+		case outcomeDone:
+			peer.Wake()
+			return nil
+		case outcomeClosed:
+			return &SendError[T]{Value: v}
 		}
 		// Before waiting, the task this worker would run next (often
 		// the receiver just woken) runs now; then a second look.
@@ -42,7 +51,7 @@ func (s *Sender[T]) Send(ctx context.Context, v T) error {
 			break
 		}
 	}
-	_, closed, err := s.ch.block(ctx, &s.end, true, v)
+	_, closed, err := c.block(ctx, &s.end, true, v)
 	if err != nil {
 		return err
 	}
