@@ -650,3 +650,50 @@ func TestInTask(t *testing.T) {
 		t.Fatal("the test goroutine counts as a task")
 	}
 }
+
+// JoinHandle.Done is closed once the task has finished, whether it was
+// called before the task finished, or only after (when nothing else had
+// made the task allocate its rarely used state, the channel used to be
+// made then and never closed).
+func TestJoinHandleDoneBeforeAndAfterFinish(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	closedWithin := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		case <-time.After(5 * time.Second):
+			return false
+		}
+	}
+	release := make(chan struct{})
+	early := SpawnOn(rt, func(context.Context) (int, error) {
+		<-release // blocks its worker briefly; fine for a test
+		return 1, nil
+	})
+	earlyDone := early.Done()
+	select {
+	case <-earlyDone:
+		t.Fatal("Done closed before the task finished")
+	default:
+	}
+	close(release)
+	if !closedWithin(earlyDone) {
+		t.Fatal("Done called before the task finished never closed")
+	}
+	for i, join := range []bool{true, false} {
+		late := SpawnOn(rt, func(context.Context) (int, error) { return 2, nil })
+		if join {
+			if _, err := late.Join(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			// Finished, as the workers' counts tell once published.
+			for rt.Stats().Completed < uint64(i+2) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if !closedWithin(late.Done()) {
+			t.Fatalf("Done called after the task finished (joined: %v) never closed", join)
+		}
+	}
+}

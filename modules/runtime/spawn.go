@@ -76,7 +76,13 @@ func (h *JoinHandle[T]) Done() <-chan struct{} {
 	defer t.mu.Unlock()
 	e := t.extLocked()
 	if e.finishCh == nil {
-		e.finishCh = make(chan struct{})
+		// complete closes the channel it finds; after it (flagCompleted,
+		// set under mu) there is nobody left to close a new one.
+		if t.has(flagCompleted) {
+			e.finishCh = closedChan
+		} else {
+			e.finishCh = make(chan struct{})
+		}
 	}
 	return e.finishCh
 }
