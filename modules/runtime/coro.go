@@ -200,7 +200,7 @@ func (e *PanicError) Unwrap() error {
 // execute runs the task's function on its coroutine.
 func (t *Task) execute() {
 	c := t.coro
-	setProfLabel(t.labels)
+	setProfLabel(t.profLabels())
 	// A runtime.Goexit must not reach a pinned worker, nor a task that
 	// resumed this one nested (RunNext), which Go's coroutines would end
 	// with it (see retire); elsewhere it ends the worker's goroutine, which

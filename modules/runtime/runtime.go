@@ -83,8 +83,8 @@ func New(cfg Config) (*Runtime, error) {
 		sm:     sm,
 		start:  time.Now(),
 	}
-	rt.root = &Task{rt: rt, parent: context.Background()}
-	rt.root.flags.Store(flagLinked)
+	rt.root = &Task{rt: rt}
+	rt.root.flags.Store(flagLinked | flagExternal) // its context is Background
 	rt.backend = cfg.IOBackend
 	if rt.backend == BackendAuto {
 		rt.backend = autoBackend
@@ -256,8 +256,6 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 	}
 	t.rt = rt
 	t.body = body
-	t.parent = ctx
-	t.labels = getProfLabel()
 	t.treeParent = parent
 	if w != nil {
 		w.nextID++
@@ -277,10 +275,23 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 		t.treeParent = parent
 		parent.kids.Add(1)
 	}
+	// t is not shared yet: its ext needs no lock here, and what newTask
+	// puts there stays (readers rely on the flags, stored before the
+	// task is published).
+	var flags uint32
 	external := ctx != context.Context(parent)
 	if external {
-		t.flags.Store(flagExternal)
+		flags = flagExternal
+		if ctx != context.Background() {
+			flags |= flagParentExt
+			t.extLocked().parent = ctx
+		}
 	}
+	if l := getProfLabel(); l != nil {
+		flags |= flagLabels
+		t.extLocked().labels = l
+	}
+	t.flags.Store(flags)
 	// A task with children must be in the tree, so that cancelling its
 	// ancestors reaches them.
 	parent.link()

@@ -5,12 +5,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // The suspension state machine.
 //
-// A task's suspensions are numbered: suspend counts t.gen up before
-// switching away, and everything that may end suspension gen carries that
+// A task's suspensions are numbered: suspension g follows the one whose
+// number the word holds (nextGen; the task and its worker both derive it
+// before the worker publishes g), and everything that may end suspension gen carries that
 // number (a Waker, a timer entry, the AfterFunc of the wait's context, the
 // in-flight record of an I/O, a cancel request). The state of the current
 // suspension is one word, Task.wstate = gen<<genShift | flags | state, and
@@ -79,7 +81,7 @@ import (
 //     before the worker that pops the task and resumes it, and so before
 //     the task's load of the outcome: ioDone stores the result before
 //     its claim for this reason.
-//   - The task's writes (t.gen, the coroutine's suspension fields) reach
+//   - The task's writes (the coroutine's suspension fields) reach
 //     the worker through the coroutine switch. The publication Store orders
 //     everything the worker did for the wait (the operation started, its
 //     t.ioWorker and t.ioID in startIO, the timer entries) before any party that loads g|W; the
@@ -171,12 +173,34 @@ const (
 // goroutine is suspended again, so a stale Waker left in a wait list is
 // harmless.
 type Waker struct {
-	t   *Task
-	p   *parker
-	gen uint64
-	// deadline marks the timer-wheel entry that enforces the deadline of
-	// the wait's context: firing it cancels the wait.
-	deadline bool
+	// to is the waiter: a *Task, or a *parker when gen has wakeParker. One
+	// word for either keeps a Waker at two words, in every wait list, timer
+	// entry and task (Task.joiner).
+	to  unsafe.Pointer
+	gen uint64 // the suspension's number, with the wake flags below
+}
+
+// Flags in the top bits of Waker.gen, above every suspension number (gens
+// have 64-genShift bits).
+const (
+	// wakeParker marks a plain goroutine's Waker: to is a *parker.
+	wakeParker = 1 << 63
+	// wakeDeadline marks the timer-wheel entry that enforces the deadline
+	// of the wait's context: firing it cancels the wait.
+	wakeDeadline = 1 << 62
+	wakeGenMask  = wakeDeadline - 1
+)
+
+// taskWaker returns the Waker of suspension gen of t.
+func taskWaker(t *Task, gen uint64) Waker { return Waker{to: unsafe.Pointer(t), gen: gen} }
+
+// task returns the task w wakes, nil for a plain goroutine's or the zero
+// Waker.
+func (w Waker) task() *Task {
+	if w.gen&wakeParker != 0 {
+		return nil
+	}
+	return (*Task)(w.to)
 }
 
 // Wake resumes the waiter and reports whether this call did so. It returns
@@ -189,12 +213,12 @@ type Waker struct {
 // Wake may be called from any goroutine, task or not, and never blocks.
 func (w Waker) Wake() bool {
 	switch {
-	case w.t != nil:
-		return w.t.wake(w.gen)
-	case w.p != nil:
-		return w.p.wake(w.gen)
+	case w.to == nil:
+		return false
+	case w.gen&wakeParker != 0:
+		return (*parker)(w.to).wake(w.gen & wakeGenMask)
 	}
-	return false
+	return (*Task)(w.to).wake(w.gen & wakeGenMask)
 }
 
 // Suspend waits until a Waker is woken or ctx is cancelled.
@@ -257,8 +281,7 @@ func (t *Task) suspend(ctx context.Context) error {
 	// A suspended task must be reachable by its parent's cancellation.
 	t.link()
 	c := t.coro
-	t.gen++
-	gen := t.gen
+	gen := t.nextGen()
 	var stop func() bool
 	if ctx != context.Context(t) && ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { t.cancelWait(gen) })
@@ -304,7 +327,7 @@ func (w *worker) completeSuspend(t *Task) {
 	// cancellation may resume the task on another worker, which then owns
 	// it and its coroutine.
 	c := t.coro
-	gen, kind, ctx := t.gen, c.kind, c.suspendCtx
+	gen, kind, ctx := t.nextGen(), c.kind, c.suspendCtx
 	register, target := c.register, c.joinTarget
 	st := uint64(stWaiting)
 	if ctx == context.Context(t) {
@@ -315,9 +338,9 @@ func (w *worker) completeSuspend(t *Task) {
 	locked := false
 	switch kind {
 	case kindSleep:
-		at, wk := c.sleepUntil, Waker{t: t, gen: gen}
+		at, wk := c.sleepUntil, taskWaker(t, gen)
 		if dl, ok := ctx.Deadline(); ok && dl.Sub(w.rt.start) < at {
-			at, wk.deadline = dl.Sub(w.rt.start), true
+			at, wk.gen = dl.Sub(w.rt.start), gen|wakeDeadline
 		}
 		w.wheel.Lock()
 		locked = true
@@ -333,7 +356,7 @@ func (w *worker) completeSuspend(t *Task) {
 		if dl, ok := ctx.Deadline(); ok {
 			w.wheel.Lock()
 			locked = true
-			w.armTimer(c, dl.Sub(w.rt.start), Waker{t: t, gen: gen, deadline: true})
+			w.armTimer(c, dl.Sub(w.rt.start), taskWaker(t, gen|wakeDeadline))
 		}
 	}
 	registering := kind == kindRegister || kind == kindJoin
@@ -350,7 +373,7 @@ func (w *worker) completeSuspend(t *Task) {
 	if ctx.Err() != nil {
 		t.cancelWait(gen)
 	} else {
-		wk := Waker{t: t, gen: gen}
+		wk := taskWaker(t, gen)
 		switch kind {
 		case kindRegister:
 			if !register(wk) {
@@ -370,6 +393,12 @@ func (w *worker) completeSuspend(t *Task) {
 		w.endRegistering(t, gen)
 	}
 }
+
+// nextGen is the number of the task's next suspension, called by the task
+// as it suspends and by its worker before it publishes the wait: until then
+// the word still holds the last suspension's number, and nobody else may
+// change it (every other party only leaves a published wait).
+func (t *Task) nextGen() uint64 { return t.wstate.Load()>>genShift + 1 }
 
 // wake resumes suspension gen if it is still waiting; the task goes to the
 // inbox of the worker it suspended on.
@@ -452,7 +481,7 @@ func parkGoroutine(ctx context.Context, register func(Waker) bool) error {
 	p := parkers.Get().(*parker)
 	gen := p.state.Load()>>genShift + 1
 	p.state.Store(gen<<genShift | stWaiting)
-	if !register(Waker{p: p, gen: gen}) {
+	if !register(Waker{to: unsafe.Pointer(p), gen: gen | wakeParker}) {
 		if p.state.CompareAndSwap(gen<<genShift|stWaiting, gen<<genShift|stIdle) {
 			parkers.Put(p)
 			return nil

@@ -154,6 +154,7 @@ type suspendModel struct {
 	w    *worker
 	eng  *modelEngine
 	task *Task
+	gen  uint64       // the number of the task's last suspension
 	cur  *waitModel   // nil while the task runs
 	old  []*waitModel // ended waits: their events are stale
 }
@@ -170,7 +171,8 @@ func newSuspendModel(t *rapid.T) *suspendModel {
 	eng := &modelEngine{ops: map[driver.OpID]*modelOp{}, w: w}
 	w.io = eng
 	rt.workers = []*worker{w}
-	task := &Task{rt: rt, id: 1, parent: context.Background(), worker: w, coro: &coro{}}
+	task := &Task{rt: rt, id: 1, worker: w, coro: &coro{}}
+	task.flags.Store(flagExternal) // spawned with Background
 	task.coro.task = task
 	return &suspendModel{w: w, eng: eng, task: task}
 }
@@ -194,7 +196,7 @@ func (m *suspendModel) check(t *rapid.T) {
 	queued := m.w.inbox.Len()
 	w := m.cur
 	if w == nil || !w.live() {
-		gen := m.task.gen
+		gen := m.gen
 		if w != nil {
 			gen-- // switched away, not yet published: the word is the last wait's
 		}
@@ -277,8 +279,11 @@ func (m *suspendModel) suspend(t *rapid.T) {
 	} else {
 		w.ctx, w.cancel = context.WithCancel(context.Background())
 	}
-	task.gen++
-	w.gen = task.gen
+	if g := task.nextGen(); g != m.gen+1 {
+		t.Fatalf("the next suspension is numbered %d after %d", g, m.gen)
+	}
+	m.gen++
+	w.gen = m.gen
 	c.kind, c.suspendCtx = w.kind, w.ctx
 	switch w.kind {
 	case kindRegister:
@@ -320,7 +325,7 @@ func (m *suspendModel) register(wk Waker) bool {
 	if w.early {
 		t.Fatalf("register called although the context was cancelled before the wait was published")
 	}
-	if wk.t != m.task || wk.gen != w.gen {
+	if wk.task() != m.task || wk.gen != w.gen {
 		t.Fatalf("register got the Waker of gen %d, want %d", wk.gen, w.gen)
 	}
 	w.inRegister = true
@@ -411,7 +416,7 @@ func (m *suspendModel) deadline(t *rapid.T) {
 	if w == nil || !w.published {
 		t.Skip("no deadline armed")
 	}
-	m.w.fireTimer(Waker{t: m.task, gen: w.gen, deadline: true})
+	m.w.fireTimer(taskWaker(m.task, w.gen|wakeDeadline))
 	m.cancelled(w)
 }
 
@@ -422,7 +427,7 @@ func (m *suspendModel) fire(t *rapid.T) {
 		t.Skip("no sleep")
 	}
 	before := m.task.wstate.Load()
-	m.w.fireTimer(Waker{t: m.task, gen: w.gen})
+	m.w.fireTimer(taskWaker(m.task, w.gen))
 	if w.ended == 0 {
 		w.ended = stWoken
 	} else if s := m.task.wstate.Load(); s != before {
@@ -484,15 +489,15 @@ func (m *suspendModel) staleEvent(t *rapid.T) {
 	before, queued := m.task.wstate.Load(), m.w.inbox.Len()
 	switch rapid.IntRange(0, 4).Draw(t, "stale event") {
 	case 0:
-		if (Waker{t: m.task, gen: o.gen}).Wake() {
+		if taskWaker(m.task, o.gen).Wake() {
 			t.Fatalf("a Waker of gen %d returned true at word %s", o.gen, fmtWord(before))
 		}
 	case 1:
 		m.task.cancelWait(o.gen)
 	case 2:
-		m.w.fireTimer(Waker{t: m.task, gen: o.gen, deadline: true})
+		m.w.fireTimer(taskWaker(m.task, o.gen|wakeDeadline))
 	case 3:
-		m.w.fireTimer(Waker{t: m.task, gen: o.gen})
+		m.w.fireTimer(taskWaker(m.task, o.gen))
 	case 4:
 		if o.kind == kindIO && m.eng.complete(o.id, 1) {
 			t.Fatalf("a completion of gen %d's record ended a wait at word %s", o.gen, fmtWord(before))

@@ -41,12 +41,12 @@ type Task struct {
 	id   uint64
 	body taskBody
 
-	// parent is the context the task was spawned with: Deadline and
-	// Value are answered from it. When it is not the spawning task itself
-	// (a context derived from one, or Background for roots), flagExternal
-	// is set, Err also consults it, and its cancellation reaches the task
-	// through context.AfterFunc.
-	parent     context.Context
+	// treeParent is the task above this one in the tree (the spawning
+	// task, or the runtime's root). Unless flagExternal is set it is also
+	// the context the task was spawned with, which answers Deadline and
+	// Value; otherwise that context (one derived from a task's, or
+	// Background for roots) is parentCtx's, Err also consults it, and its
+	// cancellation reaches the task through context.AfterFunc.
 	treeParent *Task
 
 	errv  atomic.Pointer[error] // set once, by cancel
@@ -72,10 +72,6 @@ type Task struct {
 	// started (see bind and newCoro): the race-free answer, from any
 	// goroutine, to "am I this task?".
 	runG atomic.Uintptr
-	gen  uint64 // number of the current (or last) suspension
-	// labels are the spawner's profiler labels, installed on the
-	// coroutine before the task's function runs (labels.go).
-	labels unsafe.Pointer
 	// ioWorker is the worker whose ring holds the task's current I/O
 	// operation, and ioID the operation there; cancellation sends its
 	// ASYNC_CANCEL request to it. Both are stored by startIO before the
@@ -87,9 +83,13 @@ type Task struct {
 	wstate atomic.Uint64
 }
 
-// taskExt holds what few tasks need; allocated on first use, under mu.
+// taskExt holds what few tasks need; allocated on first use, under mu, or
+// by newTask before the task is shared. The two fields newTask sets are
+// read without mu, behind the flag that says they are set.
 type taskExt struct {
-	doneCh     chan struct{} // ctx Done
+	parent     context.Context // the context spawned with (flagParentExt)
+	labels     unsafe.Pointer  // the spawner's profiler labels (flagLabels; labels.go)
+	doneCh     chan struct{}   // ctx Done
 	afterFuncs []*afterFunc
 	joiners    []Waker
 	finishCh   chan struct{} // JoinHandle.Done
@@ -105,7 +105,29 @@ const (
 	flagCompleted             // the result is published
 	flagJoined                // Join was called: a failure is observed
 	flagOnDetach              // a BlockOn root: ext.onDetach is closed when it leaves the tree
+	flagParentExt             // with flagExternal: the parent context is ext.parent, not Background
+	flagLabels                // ext.labels holds the spawner's profiler labels
 )
+
+// parentCtx returns the context the task was spawned with.
+func (t *Task) parentCtx() context.Context {
+	f := t.flags.Load()
+	switch {
+	case f&flagExternal == 0:
+		return t.treeParent
+	case f&flagParentExt == 0:
+		return context.Background()
+	}
+	return t.ext.parent
+}
+
+// profLabels returns the profiler labels the task starts with.
+func (t *Task) profLabels() unsafe.Pointer {
+	if t.flags.Load()&flagLabels == 0 {
+		return nil
+	}
+	return t.ext.labels
+}
 
 // kidsFinished is added to Task.kids when the task's function returns (less
 // the unused kidCredit); kids equal to it means finished with no live child.
@@ -144,7 +166,7 @@ func (t *Task) extLocked() *taskExt {
 }
 
 // Deadline returns the deadline of the context the task was spawned with.
-func (t *Task) Deadline() (time.Time, bool) { return t.parent.Deadline() }
+func (t *Task) Deadline() (time.Time, bool) { return t.parentCtx().Deadline() }
 
 // Done returns a channel closed when the task's context is cancelled.
 func (t *Task) Done() <-chan struct{} {
@@ -179,7 +201,7 @@ func (t *Task) Err() error {
 	if f&flagExternal != 0 {
 		// context.AfterFunc runs its callback on a new goroutine; until it
 		// has, answer from the parent so Err never lags behind it.
-		if err := t.parent.Err(); err != nil {
+		if err := t.parentCtx().Err(); err != nil {
 			t.cancel(err)
 			return err
 		}
@@ -193,7 +215,7 @@ func (t *Task) Value(key any) any {
 	if _, ok := key.(taskKey); ok {
 		return t
 	}
-	return t.parent.Value(key)
+	return t.parentCtx().Value(key)
 }
 
 // AfterFunc arranges for f to be called once the task's context is

@@ -895,20 +895,22 @@ func (w *worker) pushWakeLocal(t *Task) {
 
 // fireTimer wakes a sleeping task whose deadline has come.
 func (w *worker) fireTimer(wk Waker) {
-	if wk.deadline {
+	t := wk.task()
+	if t == nil {
+		wk.Wake()
+		return
+	}
+	gen := wk.gen & wakeGenMask
+	if wk.gen&wakeDeadline != 0 {
 		// The wait's context reached its deadline.
-		wk.t.cancelWait(wk.gen)
+		t.cancelWait(gen)
 		return
 	}
-	if wk.t != nil {
-		if won, _ := wk.t.claim(wk.gen, stWoken); won {
-			// Won the wake: the task is not running, its fields are ours.
-			wk.t.coro.timerWorker = nil
-			w.pushWoken(wk.t)
-		}
-		return
+	if won, _ := t.claim(gen, stWoken); won {
+		// Won the wake: the task is not running, its fields are ours.
+		t.coro.timerWorker = nil
+		w.pushWoken(t)
 	}
-	wk.Wake()
 }
 
 // localCounts are counters of the hottest events, kept in plain fields by
