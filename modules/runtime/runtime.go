@@ -291,7 +291,11 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 		flags |= flagLabels
 		t.extLocked().labels = l
 	}
-	t.flags.Store(flags)
+	if flags != 0 {
+		// An atomic store is a full barrier on amd64: not for the
+		// usual spawn, whose fresh task's flags are zero already.
+		t.flags.Store(flags)
+	}
 	// A task with children must be in the tree, so that cancelling its
 	// ancestors reaches them.
 	parent.link()

@@ -16,15 +16,63 @@ import (
 // and timer wheel, and sleeps on its driver (the netpoller, for a ring) when
 // there is nothing to do.
 type worker struct {
+	// Set when the runtime starts, then only read, by every worker.
 	id    int
 	rt    *Runtime
 	local *ringq.LocalQueue[*Task]
 	inbox *ringq.GlobalQueue[*Task] // woken tasks: see pushWoken
+	io    engine
+	// The timer wheel is this worker's, but not only its own to fire: a
+	// worker that Go has descheduled, or that runs a long task, must not
+	// hold up its timers, so a peer fires them once they are a tick
+	// overdue (Go's scheduler runs the timers of any P the same way).
+	wheel *timerwheel.Shared[Waker]
+	// Config.PinnedWorkers: this worker's goroutine is locked to its
+	// thread, which alone may resume the coroutines it created (coro.owner).
+	pinned bool
+	// placed holds the fresh tasks Spawn placed on this pinned worker from
+	// other workers (see spreadTarget); nil on other workers.
+	placed  *ringq.GlobalQueue[*Task]
+	fireFn  func(Waker)
+	stopped chan struct{}
+
+	// Peers write these, or read them while the owner writes some at every
+	// spawn or resumption: they sit on cache lines of their own, apart
+	// from the read-only fields above and the owner's below, which would
+	// otherwise miss in cache whenever a thief, a waker or the watchdog
+	// looks (W1 spent 15% of newTask loading nextID from the line that
+	// held parked and isSearch).
+	_ cacheLinePad
 	// lifo holds the task this worker's running task spawned last: it
 	// runs next, while its spawner's data is still in cache, and without
 	// waking another worker (a spawn-then-join costs no wake-up at all).
 	// Thieves may take it too (Swap), so a blocked worker strands nothing.
 	lifo     atomic.Pointer[Task]
+	isSearch atomic.Bool // searching, for thieves choosing a victim
+	parked   atomic.Bool // asleep (or about to be) in its driver's Wait
+	// loopG and current identify the worker's own goroutine and the
+	// coroutine it resumed last: a Wake called on either is local, so the
+	// woken task can run here next without waking anybody. current is the
+	// one atomic store per resumption; it is cleared only when the loop
+	// turns to work that may take long (drive, park), which is what the
+	// watchdog needs, and before its coroutine's goroutine ends.
+	loopG     atomic.Uintptr
+	current   atomic.Pointer[coro]
+	heartbeat atomic.Uint64 // bumped every heartbeatTicks ticks, for the watchdog
+	// load counts the live tasks placed on a pinned worker or started by
+	// it (see spreadTarget).
+	load    atomic.Int64
+	mineLen atomic.Int32 // len(mine), for the watchdog
+	// stalledOn is the coroutine the watchdog last saw this worker stuck
+	// on (Config.StallThreshold), cleared at the next resumption: while
+	// it is set, thieves may take tasks not yet started from this pinned
+	// worker (its LIFO slot, local queue and placed), and Spawn places
+	// nothing here.
+	stalledOn atomic.Pointer[coro]
+	stats     workerStats
+	_         cacheLinePad
+
+	// The owner's: its loop and the tasks it resumes.
 	lifoRuns int // consecutive LIFO runs this tick, bounded by maxLIFORuns
 	// nested is set while a task runs on another task's goroutine
 	// (RunNext); nestedRuns counts such runs since the loop last chose a
@@ -36,47 +84,22 @@ type worker struct {
 	oweTo *Task
 	owed  int64
 
-	io engine
-	// The timer wheel is this worker's, but not only its own to fire: a
-	// worker that Go has descheduled, or that runs a long task, must not
-	// hold up its timers, so a peer fires them once they are a tick
-	// overdue (Go's scheduler runs the timers of any P the same way).
-	wheel *timerwheel.Shared[Waker]
-
 	tick      uint32
-	nextID    uint64      // ids of the tasks this worker spawns
-	searching bool        // owner's view: counted as searching in rt.sm
-	isSearch  atomic.Bool // the same, for thieves choosing a victim
-	parked    atomic.Bool // asleep (or about to be) in its driver's Wait
-	// loopG and current identify the worker's own goroutine and the
-	// coroutine it resumed last: a Wake called on either is local, so the
-	// woken task can run here next without waking anybody. current is the
-	// one atomic store per resumption; it is cleared only when the loop
-	// turns to work that may take long (drive, park), which is what the
-	// watchdog needs, and before its coroutine's goroutine ends.
-	loopG     atomic.Uintptr
-	current   atomic.Pointer[coro]
-	heartbeat atomic.Uint64 // bumped every heartbeatTicks ticks, for the watchdog
+	nextID    uint64 // ids of the tasks this worker spawns
+	searching bool   // counted as searching in rt.sm (isSearch tells peers)
 
-	runningTask *Task // the task being resumed (owner only)
+	runningTask *Task // the task being resumed
 	handoff     *Task // runInline's pick, or a pausing spawner, for the loop to resume next
 
 	coros []*coro // idle coroutines
-	// Config.PinnedWorkers: this worker's goroutine is locked to its
-	// thread, which alone may resume the coroutines it created (coro.owner).
-	// load counts the live tasks placed on it or started by it (see
-	// spreadTarget); retired holds the coroutines of tasks that called
-	// runtime.Goexit (see coro.retire), stopped last at shutdown.
-	pinned  bool
-	load    atomic.Int64
+	// retired holds the coroutines of tasks that called runtime.Goexit on
+	// a pinned worker (see coro.retire), stopped last at shutdown.
 	retired []*coro
 	// mine is a pinned worker's queue of tasks that have started and are
 	// runnable (a Yield, a LIFO task pushed back): only this worker may
 	// run them, so they need neither the local queue, whose tasks may be
-	// stolen, nor the locked inbox. mineLen is its length, for the
-	// watchdog.
-	mine    taskFIFO
-	mineLen atomic.Int32
+	// stolen, nor the locked inbox.
+	mine taskFIFO
 	// behind is a pinned worker's task spawning in a loop (chargeSpawn),
 	// which runs again once behindWait more tasks of the local queue have
 	// (those queued when it yielded: its children), or the queue is
@@ -85,25 +108,18 @@ type worker struct {
 	// for a task that has started.
 	behind     *Task
 	behindWait int
-	// placed holds the fresh tasks Spawn placed on this pinned worker from
-	// other workers (see spreadTarget); nil on other workers.
-	placed *ringq.GlobalQueue[*Task]
-	// stalledOn is the coroutine the watchdog last saw this worker stuck
-	// on (Config.StallThreshold), cleared at the next resumption: while
-	// it is set, thieves may take tasks not yet started from this pinned
-	// worker (its LIFO slot, local queue and placed), and Spawn places
-	// nothing here.
-	stalledOn atomic.Pointer[coro]
 	// spreadFrom is where spreadTarget looks next among the other
-	// workers (owner only).
+	// workers.
 	spreadFrom int
 	batch      []*Task // scratch for global-queue refills and inbox drains
 	pollBuf    pollBuf // scratch for the readiness poller's events (see RegisterFD)
 	counts     localCounts
-	fireFn     func(Waker)
-	stats      workerStats
-	stopped    chan struct{}
+	_          cacheLinePad // apart from whatever the allocator puts next
 }
+
+// cacheLinePad keeps the fields after it off the cache lines of those
+// before it (64-byte lines, which amd64 prefetches in pairs).
+type cacheLinePad [128]byte
 
 // heartbeatTicks: every this many ticks the worker proves to the watchdog
 // that its loop moves, and publishes its counters.
