@@ -231,16 +231,20 @@ type Bench mg.Namespace
 
 const benchCmd = "./bench/cmd/faio-bench"
 
+// benchLdflags keeps the symbol table, which go run strips by default:
+// faio-bench reads runtime.sched's place from it (sched_offset).
+const benchLdflags = "-ldflags=-s=false"
+
 // Workloads runs every workload of bench/WORKLOADS.md with faio and
 // with plain goroutines, then prints the JSON lines and the ratio table.
 func (Bench) Workloads() error {
-	return goCmd("run", benchCmd)
+	return goCmd("run", benchLdflags, benchCmd)
 }
 
 // Quick runs every workload at a tenth of its size and checks the results
 // (CI's smoke test; no timing is asserted).
 func (Bench) Quick() error {
-	return goCmd("run", benchCmd, "-quick")
+	return goCmd("run", benchLdflags, benchCmd, "-quick")
 }
 
 // Demo runs the demonstration program in examples/demo.

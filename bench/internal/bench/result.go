@@ -49,6 +49,9 @@ type Result struct {
 	// worker order, so the balance of the run is visible.
 	Polls  []uint64 `json:"polls,omitempty"`
 	Steals []uint64 `json:"steals,omitempty"`
+	// Where runtime.sched starts in its cache line in the executable
+	// that ran (see SchedLineOffset); absent when unknown.
+	SchedOffset *int `json:"sched_offset,omitempty"`
 }
 
 // NewResult turns a validated measurement into its Result, rounding every

@@ -253,6 +253,9 @@ func (r *Runner) runOne(env Env, o Outcome, desc string) Outcome {
 	}
 	res := NewResult(o.Workload, o.Impl, o.Workers, m)
 	res.Pinned = env.Pinned && o.Workload.side(o.Impl) == Faio
+	if off := SchedLineOffset(); off >= 0 {
+		res.SchedOffset = &off
+	}
 	o.Result = &res
 	fmt.Fprintln(r.Out, res.JSONLine())
 	if r.Progress {
