@@ -221,7 +221,8 @@ func (t *Task) Value(key any) any {
 // AfterFunc arranges for f to be called once the task's context is
 // cancelled, like context.AfterFunc. The context package uses it to attach
 // derived contexts without starting a goroutine. f runs on the goroutine
-// that cancels.
+// that cancels, or on a goroutine of its own when the task is cancelled
+// already.
 func (t *Task) AfterFunc(f func()) (stop func() bool) {
 	// A derived context may be cancelled by the parent at any time: the
 	// task must be in the tree for that to reach it.
@@ -231,7 +232,10 @@ func (t *Task) AfterFunc(f func()) (stop func() bool) {
 	if t.errv.Load() != nil {
 		t.mu.Unlock()
 		a.done = true
-		f()
+		// Not on the caller's goroutine, as context.AfterFunc: the
+		// context package calls this holding the lock of the context it
+		// derives, and f, that context's cancel, takes the same lock.
+		go f()
 		return func() bool { return false }
 	}
 	e := t.extLocked()
