@@ -34,7 +34,7 @@ type worker struct {
 	// other workers (see spreadTarget); nil on other workers.
 	placed  *ringq.GlobalQueue[*Task]
 	fireFn  func(Waker)
-	stopped chan struct{}
+	stopped chan struct{} // made again when onExit restarts the loop
 
 	// Peers write these, or read them while the owner writes some at every
 	// spawn or resumption: they sit on cache lines of their own, apart
