@@ -24,12 +24,14 @@ func TestAfterFuncOnACancelledTaskDoesNotRunInline(t *testing.T) {
 		t.Fatal("the task is not cancelled after Cancel")
 	}
 	var mu sync.Mutex
+	cancelled := false // the derived context's state, guarded by mu
 	ran := make(chan struct{})
 	done := make(chan bool)
 	go func() {
 		mu.Lock() // the derived context's lock, held around AfterFunc
 		stop := task.AfterFunc(func() {
 			mu.Lock()
+			cancelled = true
 			mu.Unlock()
 			close(ran)
 		})
@@ -49,6 +51,11 @@ func TestAfterFuncOnACancelledTaskDoesNotRunInline(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("f never ran")
 	}
+	mu.Lock()
+	if !cancelled {
+		t.Error("f closed ran without cancelling")
+	}
+	mu.Unlock()
 	if _, err := h.Join(context.Background()); err == nil {
 		t.Error("the cancelled task's Join returned nil")
 	}
