@@ -30,18 +30,19 @@ type coro struct {
 	// holds a coroutine needs them: a task is smaller for it.
 	yieldReason uint8
 	kind        uint8
-	budget      int // coop budget spent since the last resume
+	ioDone      bool  // the completion of an I/O wait arrived (set by ioDone)
+	budget      int32 // coop budget spent since the last resume
 	suspendCtx  context.Context
 	register    func(Waker) bool
 	joinTarget  *Task
 	sleepUntil  time.Duration
 	timer       timerwheel.Handle
 	timerWorker *worker
-	// An I/O wait (Submit): the operation and its completion.
+	// An I/O wait (Submit): the operation and its completion (and
+	// ioDone above, beside the other small fields: 144 bytes, not 160).
 	ioOp    Op
 	ioRes   int32
 	ioFlags uint32
-	ioDone  bool // the completion arrived (set by ioDone)
 }
 
 // Which goroutine is a faio coroutine, and which one: BlockOn and Close

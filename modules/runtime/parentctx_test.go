@@ -184,4 +184,8 @@ func TestTaskFitsItsSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(Waker{}); n > 16 {
 		t.Errorf("Waker is %d bytes, over two words", n)
 	}
+	// A sleeping task also holds its coroutine's state.
+	if n := unsafe.Sizeof(coro{}); n > 144 {
+		t.Errorf("coro is %d bytes, over 144", n)
+	}
 }
