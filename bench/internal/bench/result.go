@@ -35,6 +35,10 @@ type Result struct {
 	// of them were io_uring io-wq workers at that moment.
 	Threads     int  `json:"threads,omitempty"`
 	IOWQThreads *int `json:"iowq_threads,omitempty"`
+	// W5b: the margin from the start of the run to the sleepers'
+	// deadline, in seconds: sleep_margin, or twice or four times it where
+	// spawning took longer.
+	SleepMarginS float64 `json:"sleep_margin_s,omitempty"`
 	// Peak resident memory during the run (0: not available).
 	RSSMiB float64 `json:"rss_mib,omitempty"`
 	// GOMAXPROCS while the run ran: the worker count for goroutines, the
@@ -75,6 +79,9 @@ func NewResult(w *Workload, impl Impl, workers int, m Measurement) Result {
 	}
 	if m.Ops > 0 {
 		r.NsPerOp = round(float64(m.Elapsed.Nanoseconds())/float64(m.Ops), 10)
+	}
+	if m.SleepMargin > 0 {
+		r.SleepMarginS = round(m.SleepMargin.Seconds(), 1e3)
 	}
 	if m.Threads > 0 {
 		iowq := m.IOWQThreads

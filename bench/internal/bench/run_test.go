@@ -125,6 +125,9 @@ func checkResult(t *testing.T, w *Workload, impl Impl, workers int, r Result, s 
 	if isRead := w.ID == "W6" || w.ID == "W6d"; isRead != (r.IOPS > 0 && r.MiBs > 0) {
 		t.Errorf("%s: iops %v, mib_s %v", key, r.IOPS, r.MiBs)
 	}
+	if (w.ID == "W5b") != (r.SleepMarginS >= s.SleepMargin.Seconds()) {
+		t.Errorf("%s: sleep_margin_s %v with sleep_margin %v", key, r.SleepMarginS, s.SleepMargin)
+	}
 	if (w.ID == "W6d") != (r.Threads > 0 && r.IOWQThreads != nil) {
 		t.Errorf("%s: threads %d, io-wq %v", key, r.Threads, r.IOWQThreads)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,66 @@ func TestFirstError(t *testing.T) {
 	f.set(b)
 	if f.get() != a {
 		t.Errorf("got %v, want the first error", f.get())
+	}
+}
+
+// W5b starts again with twice the margin when spawning overran the
+// deadline, and only then; after the last attempt the overrun is a
+// validation failure that names the margin.
+func TestMassWakeRetriesWithALongerMargin(t *testing.T) {
+	env := &Env{Sizes: Sizes{Sleepers: 10, SleepMargin: time.Second}, Log: testLog{t}}
+	var margins []time.Duration
+	overrunUntil := func(ok time.Duration) func(time.Duration) (Measurement, error) {
+		margins = margins[:0]
+		return func(margin time.Duration) (Measurement, error) {
+			margins = append(margins, margin)
+			start := time.Unix(0, 0)
+			deadline := start.Add(margin)
+			spawned := start.Add(ok) // spawning took ok, which fits a margin ≥ ok
+			woke := make([]time.Time, 10)
+			for i := range woke {
+				woke[i] = deadline.Add(time.Duration(i) * time.Millisecond)
+			}
+			return massWakeResult(env.Sizes, margin, deadline, spawned, woke)
+		}
+	}
+
+	m, err := massWake(env, overrunUntil(3*time.Second))
+	if err != nil || m.SleepMargin != 4*time.Second || m.Ops != 10 || m.Elapsed != 9*time.Millisecond {
+		t.Errorf("overran twice: %+v, %v", m, err)
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !slices.Equal(margins, want) {
+		t.Errorf("margins tried %v, want %v", margins, want)
+	}
+
+	m, err = massWake(env, overrunUntil(time.Second))
+	if err != nil || m.SleepMargin != time.Second || len(margins) != 1 {
+		t.Errorf("fits the first margin: %+v, %v after margins %v", m, err, margins)
+	}
+
+	_, err = massWake(env, overrunUntil(5*time.Second))
+	if !errors.Is(err, ErrValidation) || !strings.Contains(err.Error(), "sleep_margin 4s too short") || len(margins) != massWakeAttempts {
+		t.Errorf("overran every attempt: %v after margins %v", err, margins)
+	}
+
+	// Any other failure ends the run at once.
+	calls := 0
+	_, err = massWake(env, func(time.Duration) (Measurement, error) {
+		calls++
+		return Measurement{}, ErrValidation
+	})
+	if !errors.Is(err, ErrValidation) || calls != 1 {
+		t.Errorf("other failure: %v after %d calls", err, calls)
+	}
+}
+
+// A real W5b run whose spawning cannot fit its margin fails after the last
+// attempt instead of reporting a figure that includes the spawning.
+func TestMassWakeGoroutinesOverrunFails(t *testing.T) {
+	env := &Env{Workers: 2, Sizes: tinySizes(), Log: testLog{t}}
+	env.Sizes.SleepMargin = time.Nanosecond
+	_, err := massWakeGoroutines(env)
+	if !errors.Is(err, ErrValidation) || !strings.Contains(err.Error(), "sleep_margin 4ns too short") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -100,6 +100,10 @@ type Measurement struct {
 	// Polls and Steals per faio worker (nil for goroutines): how evenly
 	// the work spread.
 	Polls, Steals []uint64
+	// SleepMargin is W5b's margin from the start of the run to the
+	// sleepers' deadline: sleep_margin, or a multiple of it where
+	// spawning the sleepers took longer (see massWake).
+	SleepMargin time.Duration
 }
 
 // Workload is one row of WORKLOADS.md with its implementations: faio and
