@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -82,17 +83,33 @@ func runIsolated(env *Env, id string, impl Impl) (Measurement, error) {
 	if r.IOWQThreads != nil {
 		iowq = *r.IOWQThreads
 	}
-	return Measurement{
+	m := Measurement{
 		Ops:         r.Ops,
 		IOWQThreads: iowq,
 		Elapsed:     r.Elapsed(),
-		Bytes:       r.Ops * int64(env.Sizes.BlockSize),
 		Threads:     r.Threads,
 		RSSMiB:      r.RSSMiB,
 		GOMAXPROCS:  r.GOMAXPROCS,
 		Backend:     r.Backend,
-	}, nil
+		Polls:       r.Polls,
+		Steals:      r.Steals,
+		SleepMargin: secondsDuration(r.SleepMarginS),
+	}
+	if r.MiBs > 0 { // a read workload (W6d)
+		m.Bytes = r.Ops * int64(env.Sizes.BlockSize)
+	}
+	if r.P50us != nil && r.P99us != nil && r.MaxUs != nil {
+		m.HasLatency = true
+		m.P50, m.P99, m.Max = microsDuration(*r.P50us), microsDuration(*r.P99us), microsDuration(*r.MaxUs)
+	}
+	return m, nil
 }
+
+// secondsDuration turns a JSON figure in seconds back into a duration.
+func secondsDuration(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// microsDuration turns a JSON figure in µs back into a duration.
+func microsDuration(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }
 
 // parseChildResult reads the one JSON line a child prints for its one
 // configuration.

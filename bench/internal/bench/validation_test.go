@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -188,63 +189,90 @@ func TestFirstError(t *testing.T) {
 	}
 }
 
-// W5b starts again with twice the margin when spawning overran the
-// deadline, and only then; after the last attempt the overrun is a
-// validation failure that names the margin.
+// W5b makes a second attempt with twice the margin when spawning overran
+// the deadline, and only then; a child process makes no second attempt.
 func TestMassWakeRetriesWithALongerMargin(t *testing.T) {
 	env := &Env{Sizes: Sizes{Sleepers: 10, SleepMargin: time.Second}, Log: testLog{t}}
-	var margins []time.Duration
-	overrunUntil := func(ok time.Duration) func(time.Duration) (Measurement, error) {
-		margins = margins[:0]
+	var calls []string
+	// spawnTook returns an attempt named name whose spawning took d,
+	// which fits a margin of at least d.
+	spawnTook := func(name string, d time.Duration) func(time.Duration) (Measurement, error) {
 		return func(margin time.Duration) (Measurement, error) {
-			margins = append(margins, margin)
+			calls = append(calls, fmt.Sprintf("%s %v", name, margin))
 			start := time.Unix(0, 0)
 			deadline := start.Add(margin)
-			spawned := start.Add(ok) // spawning took ok, which fits a margin ≥ ok
 			woke := make([]time.Time, 10)
 			for i := range woke {
 				woke[i] = deadline.Add(time.Duration(i) * time.Millisecond)
 			}
-			return massWakeResult(env.Sizes, margin, deadline, spawned, woke)
+			return massWakeResult(env.Sizes, margin, deadline, start.Add(d), woke)
+		}
+	}
+	for _, tc := range []struct {
+		name            string
+		first, second   time.Duration // spawning times of the two attempts
+		inProcess       bool
+		wantCalls       []string
+		wantMargin      time.Duration // 0: fails
+		wantErrContains string
+	}{
+		{"fits", time.Second, 0, false, []string{"here 1s"}, time.Second, ""},
+		{"overran once", 1500 * time.Millisecond, 1500 * time.Millisecond, false, []string{"here 1s", "child 2s"}, 2 * time.Second, ""},
+		{"overran twice", 3 * time.Second, 3 * time.Second, false, []string{"here 1s", "child 2s"}, 0, "past the deadline at 2s"},
+		{"child overran", 3 * time.Second, 0, true, []string{"here 1s"}, 0, "past the deadline at 1s"},
+	} {
+		calls = nil
+		env.InProcess = tc.inProcess
+		m, err := massWake(env, spawnTook("here", tc.first), spawnTook("child", tc.second))
+		if !slices.Equal(calls, tc.wantCalls) {
+			t.Errorf("%s: attempts %q, want %q", tc.name, calls, tc.wantCalls)
+		}
+		if tc.wantMargin != 0 {
+			if err != nil || m.SleepMargin != tc.wantMargin || m.Ops != 10 || m.Elapsed != 9*time.Millisecond {
+				t.Errorf("%s: %+v, %v", tc.name, m, err)
+			}
+		} else if !errors.Is(err, ErrValidation) || !strings.Contains(err.Error(), tc.wantErrContains) {
+			t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.wantErrContains)
 		}
 	}
 
-	m, err := massWake(env, overrunUntil(3*time.Second))
-	if err != nil || m.SleepMargin != 4*time.Second || m.Ops != 10 || m.Elapsed != 9*time.Millisecond {
-		t.Errorf("overran twice: %+v, %v", m, err)
-	}
-	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !slices.Equal(margins, want) {
-		t.Errorf("margins tried %v, want %v", margins, want)
-	}
-
-	m, err = massWake(env, overrunUntil(time.Second))
-	if err != nil || m.SleepMargin != time.Second || len(margins) != 1 {
-		t.Errorf("fits the first margin: %+v, %v after margins %v", m, err, margins)
-	}
-
-	_, err = massWake(env, overrunUntil(5*time.Second))
-	if !errors.Is(err, ErrValidation) || !strings.Contains(err.Error(), "sleep_margin 4s too short") || len(margins) != massWakeAttempts {
-		t.Errorf("overran every attempt: %v after margins %v", err, margins)
-	}
-
 	// Any other failure ends the run at once.
-	calls := 0
-	_, err = massWake(env, func(time.Duration) (Measurement, error) {
-		calls++
+	env.InProcess = false
+	n := 0
+	_, err := massWake(env, func(time.Duration) (Measurement, error) {
+		n++
 		return Measurement{}, ErrValidation
+	}, func(time.Duration) (Measurement, error) {
+		n++
+		return Measurement{}, nil
 	})
-	if !errors.Is(err, ErrValidation) || calls != 1 {
-		t.Errorf("other failure: %v after %d calls", err, calls)
+	if !errors.Is(err, ErrValidation) || n != 1 {
+		t.Errorf("other failure: %v after %d attempts", err, n)
 	}
 }
 
-// A real W5b run whose spawning cannot fit its margin fails after the last
-// attempt instead of reporting a figure that includes the spawning.
-func TestMassWakeGoroutinesOverrunFails(t *testing.T) {
-	env := &Env{Workers: 2, Sizes: tinySizes(), Log: testLog{t}}
+// An attempt in a child process brings back everything a W5b line
+// reports: the lateness, the margin, the peak RSS.
+func TestMassWakeInAChildProcess(t *testing.T) {
+	env := tinyEnv(t, 2)
+	m, err := massWakeIsolated(env, Goroutines, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Ops != int64(env.Sizes.Sleepers) || !m.HasLatency || m.P50 > m.P99 || m.P99 > m.Max || (m.Max-m.Elapsed).Abs() > time.Microsecond ||
+		m.SleepMargin != 300*time.Millisecond || m.Bytes != 0 || m.GOMAXPROCS != 2 {
+		t.Errorf("got %+v", m)
+	}
+}
+
+// A real W5b run whose spawning cannot fit either margin fails, here and
+// in the child of its second attempt, instead of reporting a figure that
+// includes the spawning.
+func TestMassWakeOverrunFails(t *testing.T) {
+	env := tinyEnv(t, 2)
 	env.Sizes.SleepMargin = time.Nanosecond
 	_, err := massWakeGoroutines(env)
-	if !errors.Is(err, ErrValidation) || !strings.Contains(err.Error(), "sleep_margin 4ns too short") {
+	if err == nil || !strings.Contains(err.Error(), "W5b goroutines in a child process") {
 		t.Errorf("got %v", err)
 	}
 }

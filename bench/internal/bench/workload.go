@@ -101,7 +101,7 @@ type Measurement struct {
 	// the work spread.
 	Polls, Steals []uint64
 	// SleepMargin is W5b's margin from the start of the run to the
-	// sleepers' deadline: sleep_margin, or a multiple of it where
+	// sleepers' deadline: sleep_margin, or twice it where
 	// spawning the sleepers took longer (see massWake).
 	SleepMargin time.Duration
 }
