@@ -477,9 +477,10 @@ func (p *poller) setDeadline(write bool, t time.Time) {
 	}
 }
 
-// submitPoll runs a socket operation: on the calling task's ring (a
-// receive is tried on the spot first); from a plain goroutine, with
-// pollWait; from a task on the portable backend, with waitReady, through
+// submitPoll runs an operation on a socket or another descriptor that may
+// wait for a peer: on the calling task's ring (a receive is tried on the
+// spot first); from a plain goroutine, with pollWait; from a task on the
+// portable backend, or on a pipe (fdGuard.pipe), with waitReady, through
 // the runtime's readiness poller (or, if that refuses the descriptor, one
 // try on the spot and then pollWait on a goroutine while the task
 // suspends). The caller holds a reference and the direction's lock, so no
@@ -488,6 +489,29 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 	if !runtime.InTask(ctx) {
 		return g.pollWait(ctx, op, write, false)
 	}
+	var res runtime.Result
+	var err error
+	if g.pipe {
+		// Not on the ring: Close could not end a read of a pipe that
+		// nobody writes to (a pipe has no shutdown), and the task would
+		// wait on the ring forever. The readiness poller can end it.
+		if err := ctx.Err(); err != nil {
+			return runtime.Result{}, err
+		}
+		err = runtime.ErrNoRing
+	} else {
+		res, err = g.submitRing(ctx, op)
+	}
+	if err != runtime.ErrNoRing {
+		return res, err
+	}
+	return g.submitNoRing(ctx, op, write)
+}
+
+// submitRing is submitPoll's part for a socket of a task: on its worker's
+// ring, a receive tried on the spot first. It returns runtime.ErrNoRing
+// when the operation is to wait elsewhere.
+func (g *fdGuard) submitRing(ctx context.Context, op directOp) (runtime.Result, error) {
 	if f, ok := op.(*fdOp); ok && f.opcode == uring.OpRecv && len(f.buf) <= rawCopyMax && g.rt.Backend() == runtime.BackendIOUring {
 		// A receive is tried on the spot before the ring: in
 		// request/response traffic the next request has usually arrived
@@ -518,9 +542,12 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 		// support, do not arm a poll then): wait in the netpoller.
 		err = runtime.ErrNoRing
 	}
-	if err != runtime.ErrNoRing {
-		return res, err
-	}
+	return res, err
+}
+
+// submitNoRing is submitPoll's part for a task whose operation does not
+// go to a ring: the portable backend's, a pipe's.
+func (g *fdGuard) submitNoRing(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.Result{}, err
 	}
@@ -531,6 +558,7 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 	if !p.pollable {
 		return blocking(ctx, op.direct)
 	}
+	var res runtime.Result
 	if _, disk := op.(interface{ readsDisk() }); disk {
 		// It may wait for the disk: not on the worker.
 		if res, err = blocking(ctx, op.direct); err != nil {
@@ -685,15 +713,23 @@ func (g *fdGuard) pollWait(ctx context.Context, op directOp, write, tried bool) 
 	}
 	if stop != nil && !stop() {
 		// ctx ended: the deadline is set (or about to be); clear it for
-		// the next operation, once it is.
+		// the next operation, once it is. Unless Close began: then the
+		// deadline is Close's too (see fdGuard.close), and the waits of
+		// other goroutines must still end.
 		<-fired
 		p.setDeadline(write, time.Time{})
+		if g.pipe && g.closing() {
+			p.setDeadline(write, aLongTimeAgo)
+		}
 	}
 	switch {
 	case err == nil:
 		return res, nil
 	case ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded):
 		return runtime.Result{}, ctx.Err()
+	case g.closing() && errors.Is(err, os.ErrDeadlineExceeded):
+		// Close ended the wait (a pipe's: see fdGuard.close).
+		return runtime.Result{Res: -int32(unix.EAGAIN)}, nil
 	case errors.Is(err, fs.ErrClosed):
 		// Not while we hold a reference; kept for safety.
 		return runtime.Result{Res: -int32(unix.EBADF)}, nil

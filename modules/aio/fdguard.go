@@ -38,6 +38,12 @@ type fdGuard struct {
 	// would have to find every ring holding one of them; regular files
 	// need nothing, their operations always finish on their own.
 	socket bool
+	// pipe: a File that may wait forever but has no shutdown (a pipe, a
+	// FIFO, a terminal). Its operations wait only where Close can end
+	// them: a goroutine's in the netpoller, whose deadline Close sets in
+	// the past, a task's in the runtime's readiness poller, whose
+	// registration Close closes (submitPoll keeps them off the ring).
+	pipe bool
 
 	// poll is the descriptor's netpoller registration once an operation
 	// waited for it there (a plain goroutine's, or a portable-backend
@@ -132,6 +138,15 @@ func (g *fdGuard) close(ctx context.Context) error {
 		// errno is irrelevant: shutdown wakes the waiters even where it
 		// reports ENOTCONN (an unconnected UDP socket).
 		_ = unix.Shutdown(g.fd, unix.SHUT_RDWR)
+	}
+	if g.pipe && s > guardRef {
+		// Goroutines waiting in the netpoller return now. A poller made
+		// after this load is made by an operation that then sees
+		// closing before it waits (pollWait), and one that clears its
+		// own deadline after this store sets it again.
+		if p := g.poll.Load(); p != nil && p.pollable {
+			_ = p.f.SetDeadline(aLongTimeAgo)
+		}
 	}
 	g.decref(ctx)
 	if done, err := g.closeResult(); done {

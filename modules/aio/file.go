@@ -99,6 +99,7 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 		}
 	}
 	f.guard.init(rt, int(res.Res), false)
+	f.guard.pipe = f.pollable
 	return f, nil
 }
 
@@ -265,9 +266,18 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 
 // transfer runs a read or write of the File (write: it waits for room,
 // not data) by the means that suits its kind (see pollable).
+//
+// A pipe's operation that Close ended, or that ended otherwise while Close
+// began, reports fs.ErrClosed, as os.File's does: its result is an
+// artefact of the shutdown (an EAGAIN, or a 0 that would read as the end
+// of the file).
 func (f *File) transfer(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
 	if f.pollable {
-		return f.guard.submitPoll(ctx, op, write)
+		res, err := f.guard.submitPoll(ctx, op, write)
+		if (err != nil || res.Res <= 0) && f.guard.closing() {
+			return runtime.Result{}, fs.ErrClosed
+		}
+		return res, err
 	}
 	return submit(ctx, f.guard.rt, op)
 }

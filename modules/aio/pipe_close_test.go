@@ -1,0 +1,104 @@
+package aio
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/faio-go/faio/modules/runtime"
+	"golang.org/x/sys/unix"
+)
+
+// Close of a File on a FIFO (a pipe has no shutdown) ends the Read that
+// waits for a writer and the Write that waits for room, which then report
+// fs.ErrClosed, as os.File's do; Close itself returns at once. Before, a
+// goroutine's wait in the netpoller and a task's read on the ring were
+// never woken, and Close waited for them forever.
+func TestCloseEndsWaitsOnAPipe(t *testing.T) {
+	for _, backend := range []runtime.Backend{runtime.BackendAuto, runtime.BackendPortable} {
+		for _, inTask := range []bool{false, true} {
+			for _, write := range []bool{false, true} {
+				name := backend.String() + "/goroutine"
+				if inTask {
+					name = backend.String() + "/task"
+				}
+				if write {
+					name += "/write"
+				} else {
+					name += "/read"
+				}
+				t.Run(name, func(t *testing.T) {
+					testCloseEndsPipeWait(t, backend, inTask, write)
+				})
+			}
+		}
+	}
+}
+
+func testCloseEndsPipeWait(t *testing.T, backend runtime.Backend, inTask, write bool) {
+	rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gctx := goroutineCtx(rt)
+	// O_RDWR: the open does not wait for a peer, and the FIFO never
+	// reports the end of its data.
+	f, err := OpenFile(gctx, fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if write {
+		// Fill the pipe, so that the next Write waits for room.
+		size, err := unix.FcntlInt(uintptr(f.guard.fd), unix.F_GETPIPE_SZ, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(gctx, make([]byte, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opErr := make(chan error, 1)
+	op := func(ctx context.Context) (int, error) {
+		var err error
+		if write {
+			_, err = f.Write(ctx, make([]byte, 8))
+		} else {
+			_, err = f.Read(ctx, make([]byte, 8))
+		}
+		opErr <- err
+		return 0, nil
+	}
+	if inTask {
+		runtime.SpawnOn(rt, op)
+	} else {
+		go op(gctx)
+	}
+	select {
+	case err := <-opErr:
+		t.Fatalf("the operation did not wait: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- f.Close(gctx) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return while an operation waited on the pipe")
+	}
+	select {
+	case err := <-opErr:
+		if !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("the waiting operation ended with %v, want fs.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting operation did not return after Close")
+	}
+}
