@@ -168,6 +168,8 @@ var (
 	ErrChannelClosed = channel.ErrClosed // the other side is gone
 	ErrChannelFull   = channel.ErrFull   // TrySend found no room
 	ErrChannelEmpty  = channel.ErrEmpty  // TryRecv found nothing
+	// ErrDuplicateCase: Select was given one Case twice.
+	ErrDuplicateCase = channel.ErrDuplicateCase
 )
 
 // NewChannel returns the two ends of a new channel that buffers capacity

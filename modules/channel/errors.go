@@ -21,6 +21,10 @@ var (
 	// value nor a waiting sender.
 	ErrEmpty = errors.New("faio/channel: empty")
 
+	// ErrDuplicateCase is returned by Select, which then does nothing, when
+	// one Case appears twice among its cases.
+	ErrDuplicateCase = errors.New("faio/channel: the same Case twice in one Select")
+
 	// errEndClosed is what Close returns for an end closed before: the
 	// counts of ends were not touched.
 	errEndClosed = fmt.Errorf("%w: end already closed", ErrClosed)

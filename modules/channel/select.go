@@ -10,7 +10,10 @@ import (
 
 // Case is one operation of a Select, made by Sender.SendCase or
 // Receiver.RecvCase. A Case may be passed to many Select calls one after
-// the other, but to one Select at a time and only once per call.
+// the other, but to one Select at a time and only once per call (Select
+// refuses a Case given twice with ErrDuplicateCase). Two Cases of one
+// channel, made by two calls of SendCase or RecvCase, may go to one
+// Select.
 type Case interface {
 	lock() *chanLock
 	// tryLocked attempts the operation without waiting; the channel's lock
@@ -34,7 +37,8 @@ type Case interface {
 // like a nil channel in a select statement, so cases can be switched off.
 //
 // Select returns -1 and ctx.Err() when ctx ends first (then no case
-// happened), or at once when ctx is already done. With no non-nil case it
+// happened), or at once when ctx is already done. It returns -1 and
+// ErrDuplicateCase, doing nothing, when one Case appears twice in cases. With no non-nil case it
 // waits for ctx to end. Like Send and Recv it suspends a task and blocks a
 // plain goroutine.
 //
@@ -56,6 +60,11 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 			order = append(order, i)
 			locks = append(locks, k.lock())
 		}
+	}
+	if hasDuplicate(cases, order) {
+		// Queued twice, its one waiter node would corrupt the channel's
+		// queue, and a later Send or Recv there would crash.
+		return -1, ErrDuplicateCase
 	}
 	for i := len(order) - 1; i > 0; i-- {
 		j := rand.IntN(i + 1)
@@ -118,6 +127,30 @@ func selectWait(ctx context.Context, cases []Case, order []int, locks []*chanLoc
 	// Fired: by register, which woke us after writing w.index, or by a
 	// peer, which wrote it under a lock we have held since.
 	return w.index, cases[w.index].result()
+}
+
+// hasDuplicate reports whether a Case appears twice among the cases at
+// the indexes in order (the non-nil ones). A Select has few cases: pairs
+// are compared up to 16 of them, a map sees to more.
+func hasDuplicate(cases []Case, order []int) bool {
+	if len(order) <= 16 {
+		for a, i := range order {
+			for _, j := range order[a+1:] {
+				if cases[i] == cases[j] {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[Case]struct{}, len(order))
+	for _, i := range order {
+		if _, ok := seen[cases[i]]; ok {
+			return true
+		}
+		seen[cases[i]] = struct{}{}
+	}
+	return false
 }
 
 // sortLocks sorts locks by id and drops duplicates (cases on one channel).

@@ -294,3 +294,50 @@ func TestStressSelectConservation(t *testing.T) {
 		}
 	}
 }
+
+// A Case given twice to one Select is refused before anything happens,
+// whether a case is ready or not and however many cases there are. Queued
+// twice, its waiter node corrupted the channel's queue, and a later,
+// unrelated Send on the channel crashed the process (found by a reviewer).
+func TestSelectRefusesACaseGivenTwice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tx, rx := New[int](1)
+	k := rx.RecvCase(nil)
+	// Nothing ready: it would have waited.
+	if i, err := Select(ctx, k, nil, k); i != -1 || !errors.Is(err, ErrDuplicateCase) {
+		t.Fatalf("nothing ready: Select = %d, %v", i, err)
+	}
+	if err := tx.Send(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Ready: still refused, and the value stays.
+	var got int
+	r := rx.RecvCase(&got)
+	if i, err := Select(ctx, r, r); i != -1 || !errors.Is(err, ErrDuplicateCase) {
+		t.Fatalf("ready: Select = %d, %v", i, err)
+	}
+	// More cases than the pairwise check takes.
+	many := []Case{r}
+	for range 20 {
+		_, other := New[int](0)
+		many = append(many, other.RecvCase(nil))
+	}
+	if i, err := Select(ctx, append(many, r)...); i != -1 || !errors.Is(err, ErrDuplicateCase) {
+		t.Fatalf("22 cases: Select = %d, %v", i, err)
+	}
+	if i, err := Select(ctx, many...); i != 0 || err != nil || got != 1 {
+		t.Fatalf("distinct cases: Select = %d, %v, value %d", i, err, got)
+	}
+	// Two cases of one channel, each made by RecvCase, are fine, and the
+	// channel works on.
+	go func() { _ = tx.Send(context.Background(), 2) }()
+	var a, b int
+	if i, err := Select(ctx, rx.RecvCase(&a), rx.RecvCase(&b)); err != nil || a+b != 2 || (i == 0) != (a == 2) {
+		t.Fatalf("two cases of one channel: Select = %d, %v, values %d %d", i, err, a, b)
+	}
+	go func() { _ = tx.Send(context.Background(), 3) }()
+	if v, err := rx.Recv(ctx); v != 3 || err != nil {
+		t.Fatalf("Recv after = %d, %v", v, err)
+	}
+}
