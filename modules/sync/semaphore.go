@@ -122,7 +122,9 @@ func (s *Semaphore) Release(n int64) {
 	}
 	for {
 		st := s.state.Load()
-		if st>>1+n > s.size {
+		// n > size-free rather than free+n > size, which a huge n
+		// overflows past the check (free never exceeds size).
+		if n > s.size-st>>1 {
 			panic("faio/sync: semaphore released more than held")
 		}
 		if st&semQueued != 0 {
@@ -133,10 +135,15 @@ func (s *Semaphore) Release(n int64) {
 		}
 	}
 	s.mu.Lock()
-	if s.state.Add(n<<1)>>1 > s.size {
-		s.state.Add(-n << 1)
-		s.mu.Unlock()
-		panic("faio/sync: semaphore released more than held")
+	for {
+		st := s.state.Load()
+		if n > s.size-st>>1 {
+			s.mu.Unlock()
+			panic("faio/sync: semaphore released more than held")
+		}
+		if s.state.CompareAndSwap(st, st+n<<1) {
+			break
+		}
 	}
 	s.grantLocked()
 	s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	gosync "sync"
 	"sync/atomic"
@@ -239,5 +240,41 @@ func TestSemaphoreStress(t *testing.T) {
 	}
 	if s.free() != size || s.queued() != 0 || s.state.Load()&semQueued != 0 {
 		t.Fatalf("free %d, queued %d, state %#x at the end", s.free(), s.queued(), s.state.Load())
+	}
+}
+
+// A Release so large that free+n overflows panics like any release of
+// more than is held, and leaves the permits as they were, on the fast path
+// and with waiters queued (found by a reviewer: Release(MaxInt64) on a
+// full semaphore took its permit instead).
+func TestSemaphoreHugeReleasePanics(t *testing.T) {
+	mustPanic := func(f func()) {
+		t.Helper()
+		defer func() {
+			if r, _ := recover().(string); r != "faio/sync: semaphore released more than held" {
+				t.Errorf("recovered %q", r)
+			}
+		}()
+		f()
+	}
+	s := NewSemaphore(1)
+	mustPanic(func() { s.Release(math.MaxInt64) })
+	if s.free() != 1 || !s.TryAcquire(1) {
+		t.Fatalf("fast path: %d free after the panic, want 1", s.free())
+	}
+
+	// Now held, with a waiter queued: Release takes the locked path.
+	got := make(chan error, 1)
+	go func() { got <- s.Acquire(context.Background(), 1) }()
+	for s.state.Load()&semQueued == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	mustPanic(func() { s.Release(math.MaxInt64) })
+	s.Release(1)
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter: %v", err)
+	}
+	if s.free() != 0 {
+		t.Fatalf("queued path: %d free, want 0 (the waiter holds the permit)", s.free())
 	}
 }
