@@ -242,6 +242,11 @@ func (rt *Runtime) notifyOne() {
 	}
 }
 
+// Test hooks, nil outside tests: testHookRootKid runs in newTask before a
+// task is counted on the runtime's root, testHookCloseIdle in Close once
+// the root is idle, before the global queue closes.
+var testHookRootKid, testHookCloseIdle func()
+
 // idShift leaves room in task ids for the spawning worker's index, so
 // workers number their tasks without sharing a counter.
 const idShift = 11 // > log2(maxWorkers+1)
@@ -273,7 +278,18 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 		// as SpawnOn's do, and keeps ctx as its context parent.
 		parent = rt.root
 		t.treeParent = parent
+		if testHookRootKid != nil {
+			testHookRootKid()
+		}
 		parent.kids.Add(1)
+		// Counted, then checked, where Close stores closing, then reads
+		// the count: either Close waits for t, or t sees closing here.
+		// Checked only before counting, a task counted after Close had
+		// found the root idle was queued after the workers' last look.
+		if rt.closing.Load() {
+			parent.release(1)
+			return false
+		}
 	}
 	// t is not shared yet: its ext needs no lock here, and what newTask
 	// puts there stays (readers rely on the flags, stored before the
@@ -357,6 +373,9 @@ func (rt *Runtime) Close() error {
 			rt.signalIdle()
 		}
 		<-rt.idle
+		if testHookCloseIdle != nil {
+			testHookCloseIdle()
+		}
 		rt.global.Close()
 		rt.shutdown.Store(true)
 		for _, w := range rt.workers {
