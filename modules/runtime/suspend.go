@@ -203,6 +203,23 @@ func (w Waker) task() *Task {
 	return (*Task)(w.to)
 }
 
+// stale reports whether w's wait is over for good, so that a list may drop
+// w: its waiter ended that suspension (woken, cancelled, or resumed) or
+// has moved on to a later one. A false answer promises nothing: the wait
+// may end at any moment.
+func (w Waker) stale() bool {
+	var st uint64
+	switch {
+	case w.to == nil:
+		return true
+	case w.gen&wakeParker != 0:
+		st = (*parker)(w.to).state.Load()
+	default:
+		st = (*Task)(w.to).wstate.Load()
+	}
+	return st>>genShift != w.gen&wakeGenMask || st&stMask != stWaiting
+}
+
 // Wake resumes the waiter and reports whether this call did so. It returns
 // false when the waiter was already resumed, by an earlier Wake or because
 // its context was cancelled: a primitive handing over a resource (a lock, a

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -575,12 +576,16 @@ func (t *Task) registerJoiner(w Waker) bool {
 	if t.has(flagCompleted) {
 		return false
 	}
-	if t.joiner == (Waker{}) {
+	if t.joiner == (Waker{}) || t.joiner.stale() {
 		// The usual single Join needs no allocation.
 		t.joiner = w
 		return true
 	}
+	// Joins that ended (a timeout, a cancellation) leave their Wakers
+	// here: dropped now, they cannot pile up while someone polls a
+	// long-lived task with Joins that time out.
 	e := t.extLocked()
+	e.joiners = slices.DeleteFunc(e.joiners, Waker.stale)
 	e.joiners = append(e.joiners, w)
 	return true
 }

@@ -52,3 +52,55 @@ func TestSpawnOnRacingCloseCompletes(t *testing.T) {
 		t.Errorf("Join = %v, want ErrClosed", err)
 	}
 }
+
+// Joins that time out, from a task and from a plain goroutine, leave no
+// Wakers piling up on a task that runs on: a new Join drops those whose
+// wait is over. Before, each timed-out Join left its Waker until the task
+// ended (3,321 of 4,000 here, found by a reviewer).
+func TestTimedOutJoinsLeaveNoWakers(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	stop := make(chan struct{})
+	h := SpawnOn(rt, func(ctx context.Context) (int, error) {
+		for {
+			select {
+			case <-stop:
+				return 1, nil
+			default:
+			}
+			if err := Sleep(ctx, time.Millisecond); err != nil {
+				return 0, err
+			}
+		}
+	})
+	joinBriefly := func(ctx context.Context) {
+		c, cancel := context.WithTimeout(ctx, 10*time.Microsecond)
+		defer cancel()
+		if _, err := h.Join(c); err != context.DeadlineExceeded {
+			t.Errorf("Join = %v, want DeadlineExceeded", err)
+		}
+	}
+	if _, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		for range 2000 {
+			joinBriefly(ctx)
+		}
+		return 0, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2000 {
+		joinBriefly(context.Background())
+	}
+	h.task.mu.Lock()
+	n := 0
+	if h.task.ext != nil {
+		n = len(h.task.ext.joiners)
+	}
+	h.task.mu.Unlock()
+	close(stop)
+	if v, err := h.Join(context.Background()); v != 1 || err != nil {
+		t.Fatalf("final Join = %d, %v", v, err)
+	}
+	if n > 4 {
+		t.Errorf("%d Wakers of timed-out Joins kept by a running task after 4,000 of them", n)
+	}
+}
