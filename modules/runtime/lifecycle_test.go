@@ -104,3 +104,77 @@ func TestTimedOutJoinsLeaveNoWakers(t *testing.T) {
 		t.Errorf("%d Wakers of timed-out Joins kept by a running task after 4,000 of them", n)
 	}
 }
+
+// A context derived from a child that finished without ever suspending
+// (so without entering its parent's list of children) does not put the
+// finished child into that list, where it stayed for good: 1,000 such
+// children piled up under a live parent (found by a reviewer).
+func TestDerivingFromAFinishedChildDoesNotRelinkIt(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	n, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		for i := range 1000 {
+			c, err := Spawn(ctx, func(c context.Context) (context.Context, error) {
+				if i%2 == 1 {
+					// Linked, then unlinked when it ends.
+					return c, Sleep(c, time.Microsecond)
+				}
+				return c, nil
+			}).Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			_, cancel := context.WithCancel(c)
+			cancel()
+		}
+		me := Current(ctx)
+		me.mu.Lock()
+		defer me.mu.Unlock()
+		n := 0
+		for k := me.children; k != nil; k = k.next {
+			n++
+		}
+		return n, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d finished children kept in their live parent's list", n)
+	}
+}
+
+// The context of a task that finished follows its parent's cancellation
+// (Err), whether or not the task ever suspended: one that had suspended
+// stayed marked as linked once out of the list, and answered nil for good
+// (found by a reviewer).
+func TestFinishedTaskErrFollowsItsParent(t *testing.T) {
+	for _, suspends := range []bool{false, true} {
+		rt := newRuntime(t, Config{Workers: 2})
+		got := make(chan [2]error, 1)
+		outer := SpawnOn(rt, func(ctx context.Context) (int, error) {
+			child, err := Spawn(ctx, func(c context.Context) (context.Context, error) {
+				if suspends {
+					return c, Sleep(c, time.Millisecond)
+				}
+				return c, nil
+			}).Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			grandchild, err := Spawn(child, func(c context.Context) (context.Context, error) { return c, nil }).Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			_ = Sleep(ctx, time.Hour) // until cancelled
+			got <- [2]error{child.Err(), grandchild.Err()}
+			return 0, nil
+		})
+		time.Sleep(20 * time.Millisecond)
+		outer.Cancel()
+		errs := <-got
+		if errs[0] != context.Canceled || errs[1] != context.Canceled {
+			t.Errorf("suspended %v: after the parent's cancellation, finished child's Err = %v, its finished child's = %v; want context.Canceled", suspends, errs[0], errs[1])
+		}
+		_, _ = outer.Join(context.Background())
+	}
+}

@@ -192,11 +192,12 @@ func (t *Task) Err() error {
 	}
 	f := t.flags.Load()
 	if f&flagLinked == 0 && t.treeParent != nil {
-		// Not in the tree yet: a cancellation of the parent (which is in
-		// the tree) has not been pushed to us.
-		if p := t.treeParent.errv.Load(); p != nil {
-			t.cancel(*p)
-			return *p
+		// Not in the tree (yet, or any more: it finished and left): a
+		// cancellation of the parent is not pushed to us. Asked, the
+		// parent answers the same way if it is out of the tree too.
+		if err := t.treeParent.Err(); err != nil {
+			t.cancel(err)
+			return err
 		}
 	}
 	if f&flagExternal != 0 {
@@ -410,12 +411,23 @@ func (t *Task) linkSlow() {
 		p.mu.Unlock()
 		return
 	}
+	t.flags.Or(flagLinked)
+	if t.kids.Load() == kidsFinished {
+		// t finished with no child left: it leaves the tree, or has
+		// left it (a context derived from t after it ended: AfterFunc).
+		// Linked now, it would stay in p's list for good. The flag goes
+		// up before this look at the count, as finishTree's count goes
+		// down before unlink's look at the flag: either unlink sees the
+		// flag (and, under p.mu, takes t out), or this sees the count.
+		t.flags.And(^uint32(flagLinked))
+		p.mu.Unlock()
+		return
+	}
 	t.next = p.children
 	if p.children != nil {
 		p.children.prev = t
 	}
 	p.children = t
-	t.flags.Or(flagLinked)
 	cancelled := p.errv.Load()
 	p.mu.Unlock()
 	if cancelled != nil {
@@ -498,15 +510,22 @@ func (t *Task) unlink() *Task {
 	}
 	if t.has(flagLinked) {
 		p.mu.Lock()
-		if t.prev != nil {
-			t.prev.next = t.next
-		} else {
-			p.children = t.next
+		// Again under the lock: linkSlow may have raised the flag and
+		// lowered it again without linking t.
+		if t.has(flagLinked) {
+			if t.prev != nil {
+				t.prev.next = t.next
+			} else {
+				p.children = t.next
+			}
+			if t.next != nil {
+				t.next.prev = t.prev
+			}
+			t.prev, t.next = nil, nil
+			// Out of the tree, t follows its parent's cancellation
+			// through Err, as a task never linked does.
+			t.flags.And(^uint32(flagLinked))
 		}
-		if t.next != nil {
-			t.next.prev = t.prev
-		}
-		t.prev, t.next = nil, nil
 		p.mu.Unlock()
 	}
 	if t.has(flagOnDetach) {
