@@ -222,3 +222,34 @@ func TestStressCancelRacesMoveIntoBuffer(t *testing.T) {
 	}
 	o.check(t)
 }
+
+// Receiver.All's doc says ctx.Err() tells apart a loop that ended because
+// ctx did: on a channel that is never closed, every loop under a deadline
+// ends with ctx.Err() set. Before, about half ended with it still nil: the
+// worker's wheel ended the wait before the context's timer fired (found by
+// a reviewer).
+func TestAllEndsWithCtxErrAtADeadline(t *testing.T) {
+	rt := newRuntime(t, 2)
+	tx, rx := New[int](0)
+	defer tx.Close()
+	const rounds = 300
+	bad, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+		bad := 0
+		for i := range rounds {
+			dctx, cancel := context.WithTimeout(ctx, time.Duration(200+i%7*100)*time.Microsecond)
+			for range rx.All(dctx) {
+			}
+			if dctx.Err() == nil {
+				bad++
+			}
+			cancel()
+		}
+		return bad, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d loops ended with the channel open and ctx.Err() == nil", bad, rounds)
+	}
+}

@@ -178,3 +178,40 @@ func TestFinishedTaskErrFollowsItsParent(t *testing.T) {
 		_, _ = outer.Join(context.Background())
 	}
 }
+
+// A wait that ends at its context's deadline returns once ctx.Err()
+// reports the deadline too: the worker's wheel often fires before the Go
+// timer behind the context, and callers tell a timeout from other ends by
+// ctx.Err(). Before, about half of such waits returned with ctx.Err() still
+// nil (found by a reviewer, through Receiver.All).
+func TestDeadlineEndedWaitAgreesWithCtxErr(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	type tally struct{ sleeps, suspends, early int }
+	got, err := BlockOn(rt, func(ctx context.Context) (tally, error) {
+		var n tally
+		for i := range 300 {
+			d := time.Duration(200+i%7*100) * time.Microsecond
+			dctx, cancel := context.WithTimeout(ctx, d)
+			if err := Sleep(dctx, time.Hour); err != context.DeadlineExceeded || dctx.Err() == nil {
+				n.sleeps++
+			}
+			cancel()
+			dctx, cancel = context.WithTimeout(ctx, d)
+			err := Suspend(dctx, func(Waker) bool { return true }) // never woken
+			if err != context.DeadlineExceeded || dctx.Err() == nil {
+				n.suspends++
+			}
+			if dl, _ := dctx.Deadline(); time.Now().Before(dl) {
+				n.early++
+			}
+			cancel()
+		}
+		return n, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (tally{}) {
+		t.Errorf("of 300 each: %d Sleeps and %d Suspends ended at the deadline without ctx.Err() agreeing; %d ended early", got.sleeps, got.suspends, got.early)
+	}
+}

@@ -329,11 +329,52 @@ func (t *Task) suspend(ctx context.Context) error {
 		// The wheel enforced the deadline before the context's own
 		// timer fired.
 		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			t.awaitDeadline(ctx)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			return context.DeadlineExceeded
 		}
 		return context.Canceled
 	}
 	return nil
+}
+
+// deadlineGrace bounds awaitDeadline's wait: the timer of a context past
+// its deadline is due, and a Context whose Done never closes is broken.
+const deadlineGrace = time.Second
+
+// awaitDeadline waits, suspended, until ctx, whose deadline has passed
+// but whose Err is still nil, reports it (or for deadlineGrace at most).
+// The worker's wheel often ends a wait at its context's deadline before
+// the Go timer behind the context fires, and a caller that then asks
+// ctx.Err() to tell a timeout from another end (Receiver.All's doc tells
+// it to) must not hear nil: a reviewer saw nil after about half of such
+// waits.
+func (t *Task) awaitDeadline(ctx context.Context) {
+	done := ctx.Done()
+	if done == nil {
+		return
+	}
+	// A context with neither a deadline (this wait must not come back
+	// here) nor t's cancellation: the wait ends when ctx reports, or
+	// after the grace.
+	var stop func() bool
+	var grace *time.Timer
+	_ = Suspend(context.WithoutCancel(context.Context(t)), func(wk Waker) bool {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		stop = context.AfterFunc(ctx, func() { wk.Wake() })
+		grace = time.AfterFunc(deadlineGrace, func() { wk.Wake() })
+		return true
+	})
+	if stop != nil {
+		stop()
+		grace.Stop()
+	}
 }
 
 // completeSuspend runs on worker w right after t switched away to suspend:
