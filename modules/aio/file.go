@@ -68,6 +68,14 @@ func Create(ctx context.Context, name string) (*File, error) {
 // from a plain goroutine, the one runtime.WithRuntime attached to ctx; its
 // later operations run there too. A ctx with neither fails with an error
 // wrapping runtime.ErrNoRuntime.
+//
+// A FIFO opened for writing without O_NONBLOCK waits for a reader, as
+// open(2) does. From a task on io_uring ctx can end that wait; from a plain
+// goroutine, or a task on the portable backend, the open is open(2) itself,
+// which ctx cannot interrupt (nor can anything interrupt os.OpenFile's):
+// pass O_NONBLOCK there to get ENXIO instead of a wait. From a task on
+// io_uring a FIFO opened for reading does not wait for a writer (the
+// kernel opens it without blocking); its reads wait for data.
 func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*File, error) {
 	rt, err := runtimeOf(ctx)
 	if err != nil {
@@ -79,6 +87,16 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 	}
 	op := &openOp{path: path, flags: flag | unix.O_CLOEXEC, mode: syscallMode(perm)}
 	res, err := submit(ctx, rt, op)
+	if err == nil && res.Res == -int32(unix.ENXIO) && flag&(unix.O_WRONLY|unix.O_RDWR) == unix.O_WRONLY &&
+		flag&unix.O_NONBLOCK == 0 && runtime.InTask(ctx) && rt.Backend() == runtime.BackendIOUring {
+		// The ring tries an open inline with O_NONBLOCK first, and a
+		// FIFO with no reader refuses a non-blocking writer (ENXIO),
+		// which the kernel does not retry: open(2) would wait for a
+		// reader. Again on the kernel's async workers, where it waits
+		// as open(2) does, and cancellation interrupts it.
+		op.async = true
+		res, err = submit(ctx, rt, op)
+	}
 	if err = fileErr(res, err); err != nil {
 		return nil, pathError("open", name, err)
 	}

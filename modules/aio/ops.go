@@ -109,11 +109,18 @@ type openOp struct {
 	path  *byte
 	flags int
 	mode  uint32
+	// async sends the open straight to the kernel's async workers,
+	// skipping the inline attempt, which the kernel makes with
+	// O_NONBLOCK (see OpenFile).
+	async bool
 }
 
 // Prep fills sqe for openat.
 func (o *openOp) Prep(sqe *uring.SQE) {
 	sqe.PrepOpenat(unix.AT_FDCWD, o.path, o.flags, o.mode)
+	if o.async {
+		sqe.SetFlags(uring.SQEAsync)
+	}
 }
 
 // emptyPath is the "" that statx needs with AT_EMPTY_PATH; a package

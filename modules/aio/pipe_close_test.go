@@ -3,6 +3,8 @@ package aio
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -100,5 +102,64 @@ func testCloseEndsPipeWait(t *testing.T, backend runtime.Backend, inTask, write 
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting operation did not return after Close")
+	}
+}
+
+// A task on io_uring that opens a FIFO for writing waits for a reader, as
+// open(2) and os.OpenFile do, and its ctx's deadline ends that wait. The
+// ring's inline attempt, which the kernel makes non-blocking, used to fail
+// at once with ENXIO (found by a reviewer).
+func TestTaskOpensAFIFOForWriting(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	if rt.Backend() != runtime.BackendIOUring {
+		t.Skip("io_uring only: elsewhere the open is open(2) itself")
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// No reader comes: the deadline ends the wait.
+	runTask(t, rt, func(ctx context.Context) error {
+		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		f, err := OpenFile(dctx, fifo, os.O_WRONLY, 0)
+		if err == nil {
+			f.Close(ctx)
+			return errors.New("OpenFile of a FIFO without a reader succeeded")
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("OpenFile = %v, want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d < 90*time.Millisecond {
+			return fmt.Errorf("OpenFile gave up after %v, before its deadline", d)
+		}
+		return nil
+	})
+	// A reader comes later: the open waits for it, and the data goes through.
+	got := make(chan string, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		r, err := os.OpenFile(fifo, os.O_RDONLY, 0)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		got <- string(b)
+	}()
+	runTask(t, rt, func(ctx context.Context) error {
+		f, err := OpenFile(ctx, fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("OpenFile(fifo, O_WRONLY) = %v, want it to wait for the reader", err)
+		}
+		if _, err := f.Write(ctx, []byte("hello")); err != nil {
+			return err
+		}
+		return f.Close(ctx)
+	})
+	if s := <-got; s != "hello" {
+		t.Errorf("the reader got %q", s)
 	}
 }
