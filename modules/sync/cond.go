@@ -22,8 +22,8 @@ type Cond struct {
 	waiters waitList
 }
 
-// Wait waits until pred() reports true. mu must be locked by the caller;
-// pred is called with mu held. While pred is false Wait unlocks mu, waits
+// Wait waits until pred() reports true. mu must be locked by the caller
+// (Wait panics if mu is not locked at all); pred is called with mu held. While pred is false Wait unlocks mu, waits
 // for a Signal or Broadcast, locks mu again and re-evaluates pred. Wait
 // returns with mu locked in every case: nil once pred is true, or ctx.Err()
 // if ctx is done while it waits (pred is then not re-evaluated).
@@ -51,6 +51,12 @@ func (c *Cond) Wait(ctx context.Context, mu *Mutex, pred func() bool) error {
 // away: so a Signal issued by the next holder of mu always finds the
 // waiter queued, and always finds it suspended.
 func (c *Cond) wait(ctx context.Context, mu *Mutex) error {
+	if mu.state.Load() == nil {
+		// Here, on the caller's goroutine, where a task's panic is its
+		// own; register's Unlock would panic on the worker, ending the
+		// process.
+		panic("faio/sync: Cond.Wait with an unlocked mutex")
+	}
 	w := new(waiter)
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		c.mu.Lock()

@@ -282,3 +282,39 @@ func TestCondProducerConsumer(t *testing.T) {
 		}
 	}
 }
+
+// Cond.Wait with an unlocked Mutex panics on the caller's goroutine, so a
+// task's misuse fails that task (*PanicError) instead of panicking on its
+// worker, which ended the whole process (found by a reviewer).
+func TestCondWaitWithAnUnlockedMutexFailsTheTask(t *testing.T) {
+	rt := newRuntime(t, 2)
+	var c Cond
+	var m Mutex
+	_, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+		return 0, c.Wait(ctx, &m, nil)
+	})
+	var pe *runtime.PanicError
+	if !errors.As(err, &pe) || pe.Value != "faio/sync: Cond.Wait with an unlocked mutex" {
+		t.Fatalf("BlockOn = %v, want the task's panic", err)
+	}
+	// From a plain goroutine: an ordinary panic.
+	func() {
+		defer func() {
+			if r := recover(); r != "faio/sync: Cond.Wait with an unlocked mutex" {
+				t.Errorf("goroutine: recovered %v", r)
+			}
+		}()
+		_ = c.Wait(context.Background(), &m, nil)
+	}()
+	// The runtime and the Cond work on.
+	if _, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
+		if err := m.Lock(ctx); err != nil {
+			return 0, err
+		}
+		defer m.Unlock()
+		ready := true
+		return 0, c.Wait(ctx, &m, func() bool { return ready })
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
