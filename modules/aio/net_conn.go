@@ -384,15 +384,27 @@ func (c *Conn) SetLinger(sec int) error {
 	return nil
 }
 
+// defaultKeepAlivePeriod is SetKeepAlivePeriod(0)'s period, net's default
+// idle time.
+const defaultKeepAlivePeriod = 15 * time.Second
+
 // SetKeepAlive turns TCP keep-alive probes on or off (off by default).
 func (c *Conn) SetKeepAlive(keepalive bool) error {
 	return c.setsockopt(unix.SOL_SOCKET, unix.SO_KEEPALIVE, boolInt(keepalive))
 }
 
 // SetKeepAlivePeriod sets the idle time before the first keep-alive probe
-// and the interval between probes, rounded up to whole seconds, like
-// net.TCPConn.SetKeepAlivePeriod. It does not turn keep-alive on.
+// and the interval between probes to d, rounded up to whole seconds. As
+// with net.TCPConn.SetKeepAlivePeriod, 0 means 15 s and a negative d
+// leaves both as they are; unlike it (since Go 1.23, which sets only the
+// idle time), the interval follows too. It does not turn keep-alive on.
 func (c *Conn) SetKeepAlivePeriod(d time.Duration) error {
+	switch {
+	case d < 0:
+		return nil
+	case d == 0:
+		d = defaultKeepAlivePeriod
+	}
 	secs := max(int((d+time.Second-1)/time.Second), 1)
 	if err := c.setsockopt(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, secs); err != nil {
 		return err

@@ -357,6 +357,14 @@ func TestTCPSocketOptions(t *testing.T) {
 			get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE) != 2 || get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL) != 2 {
 			return fmt.Errorf("SetKeepAlivePeriod: %v", err)
 		}
+		if err := client.SetKeepAlivePeriod(-1); err != nil ||
+			get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE) != 2 || get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL) != 2 {
+			return fmt.Errorf("SetKeepAlivePeriod(-1) changed the period: %v", err)
+		}
+		if err := client.SetKeepAlivePeriod(0); err != nil ||
+			get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE) != 15 || get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL) != 15 {
+			return fmt.Errorf("SetKeepAlivePeriod(0), want net's 15 s: %v", err)
+		}
 		if err := client.SetLinger(7); err != nil {
 			return err
 		}
