@@ -133,14 +133,89 @@ func TestDerivingFromAFinishedChildDoesNotRelinkIt(t *testing.T) {
 		for k := me.children; k != nil; k = k.next {
 			n++
 		}
+		if me.ext != nil {
+			n += len(me.ext.afterFuncs) // followers of finished children
+		}
 		return n, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n != 0 {
-		t.Errorf("%d finished children kept in their live parent's list", n)
+		t.Errorf("%d finished children (or their followers) kept by their live parent", n)
 	}
+}
+
+// A context derived from a child task follows the cancellation of the
+// child's parent, whether it was derived while the child ran (and the
+// child then finished and left the tree) or after the child finished, with
+// or without the child ever suspending; and Done reaches a running child
+// that never suspends, polling it.
+func TestDerivedContextsOfAFinishedChildFollowItsParent(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	type derived struct {
+		before, after             context.Context
+		cancelBefore, cancelAfter func()
+	}
+	for _, suspends := range []bool{false, true} {
+		got := make(chan derived, 1)
+		outer := SpawnOn(rt, func(ctx context.Context) (int, error) {
+			var d derived
+			child, err := Spawn(ctx, func(c context.Context) (context.Context, error) {
+				d.before, d.cancelBefore = context.WithCancel(c)
+				if suspends {
+					return c, Sleep(c, time.Millisecond)
+				}
+				return c, nil
+			}).Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			d.after, d.cancelAfter = context.WithCancel(child)
+			got <- d
+			// Until cancelled; it then returns, without cancelling the
+			// derived contexts itself.
+			_ = Sleep(ctx, time.Hour)
+			return 0, nil
+		})
+		d := <-got
+		defer d.cancelBefore()
+		defer d.cancelAfter()
+		outer.Cancel()
+		for name, c := range map[string]context.Context{"derived while it ran": d.before, "derived after it finished": d.after} {
+			select {
+			case <-c.Done():
+			case <-time.After(5 * time.Second):
+				t.Errorf("suspended %v: a context %s was not cancelled with its parent", suspends, name)
+			}
+		}
+		_, _ = outer.Join(context.Background())
+	}
+
+	// A running child that never suspends, polling Done.
+	started := make(chan struct{})
+	saw := make(chan bool, 1)
+	outer := SpawnOn(rt, func(ctx context.Context) (int, error) {
+		return Spawn(ctx, func(c context.Context) (int, error) {
+			close(started)
+			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+				select {
+				case <-c.Done():
+					saw <- true
+					return 0, nil
+				default:
+				}
+			}
+			saw <- false
+			return 0, nil
+		}).Join(ctx)
+	})
+	<-started
+	outer.Cancel()
+	if !<-saw {
+		t.Error("Done of a running child that never suspends did not close with its parent's cancellation")
+	}
+	_, _ = outer.Join(context.Background())
 }
 
 // The context of a task that finished follows its parent's cancellation

@@ -95,6 +95,7 @@ type taskExt struct {
 	joiners    []Waker
 	finishCh   chan struct{} // JoinHandle.Done
 	stopExt    func() bool   // detaches from an external parent
+	follow     func()        // detaches a task out of the tree from its parents (see follow)
 	onDetach   chan struct{} // closed when the task leaves the tree (BlockOn roots)
 	failure    *failureRec   // a failure waiting to be joined or reported
 }
@@ -108,6 +109,7 @@ const (
 	flagOnDetach              // a BlockOn root: ext.onDetach is closed when it leaves the tree
 	flagParentExt             // with flagExternal: the parent context is ext.parent, not Background
 	flagLabels                // ext.labels holds the spawner's profiler labels
+	flagWatched               // AfterFunc was called: a derived context may wait for the cancellation
 )
 
 // parentCtx returns the context the task was spawned with.
@@ -171,8 +173,14 @@ func (t *Task) Deadline() (time.Time, bool) { return t.parentCtx().Deadline() }
 
 // Done returns a channel closed when the task's context is cancelled.
 func (t *Task) Done() <-chan struct{} {
+	// As for AfterFunc: the parent's cancellation must reach the channel
+	// even when the task never suspends (a loop that polls Done). Once
+	// the task has finished and left the tree, Done follows its parents
+	// only through Err: following them for every Done ever called would
+	// pile up registrations on a long-lived parent, one per finished
+	// child.
+	t.link()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	e := t.extLocked()
 	if e.doneCh == nil {
 		if t.errv.Load() != nil {
@@ -181,7 +189,50 @@ func (t *Task) Done() <-chan struct{} {
 			e.doneCh = make(chan struct{})
 		}
 	}
-	return e.doneCh
+	ch := e.doneCh
+	t.mu.Unlock()
+	return ch
+}
+
+// follow makes t, out of the tree, still receive the cancellations of its
+// tree parent and of the context it was spawned with, for its AfterFuncs:
+// through the parents' AfterFunc, registered once and removed when t is
+// cancelled or its last AfterFunc is stopped. Without AfterFuncs waiting
+// it does nothing.
+func (t *Task) follow() {
+	if t.errv.Load() != nil {
+		return
+	}
+	t.mu.Lock()
+	skip := t.ext == nil || t.ext.follow != nil || len(t.ext.afterFuncs) == 0
+	t.mu.Unlock()
+	if skip {
+		return
+	}
+	var stops []func() bool
+	p := t.treeParent
+	stops = append(stops, p.AfterFunc(func() { t.cancel(p.Err()) }))
+	if t.has(flagParentExt) {
+		if pc := t.parentCtx(); pc.Done() != nil {
+			stops = append(stops, context.AfterFunc(pc, func() { t.cancel(pc.Err()) }))
+		}
+	}
+	stop := func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	t.mu.Lock()
+	e := t.extLocked()
+	if e.follow != nil || t.errv.Load() != nil || len(e.afterFuncs) == 0 {
+		// Another follow won, t was cancelled, or its last AfterFunc
+		// stopped meanwhile.
+		t.mu.Unlock()
+		stop()
+		return
+	}
+	e.follow = stop
+	t.mu.Unlock()
 }
 
 // Err returns nil while the task's context is live, then context.Canceled
@@ -227,7 +278,13 @@ func (t *Task) Value(key any) any {
 // already.
 func (t *Task) AfterFunc(f func()) (stop func() bool) {
 	// A derived context may be cancelled by the parent at any time: the
-	// task must be in the tree for that to reach it.
+	// task must be in the tree for that to reach it. A task that finished
+	// and left the tree follows its parents instead (follow), as long as
+	// AfterFuncs wait: as Go's context package keeps a derived context
+	// with its parent until it is cancelled.
+	if !t.has(flagWatched) {
+		t.flags.Or(flagWatched)
+	}
 	t.link()
 	a := &afterFunc{f: f}
 	t.mu.Lock()
@@ -243,18 +300,36 @@ func (t *Task) AfterFunc(f func()) (stop func() bool) {
 	e := t.extLocked()
 	e.afterFuncs = append(e.afterFuncs, a)
 	t.mu.Unlock()
+	// flagWatched went up and a went in before this look at flagLinked;
+	// unlink lowers flagLinked before it looks at flagWatched (and
+	// follow at the AfterFuncs): one of the two follows.
+	if !t.has(flagLinked) && t.treeParent != nil {
+		t.follow()
+	}
 	return func() bool {
 		t.mu.Lock()
-		defer t.mu.Unlock()
 		if a.done {
+			t.mu.Unlock()
 			return false
 		}
 		a.done = true
-		for i, b := range t.ext.afterFuncs {
+		e := t.ext
+		for i, b := range e.afterFuncs {
 			if b == a {
-				t.ext.afterFuncs = append(t.ext.afterFuncs[:i], t.ext.afterFuncs[i+1:]...)
+				e.afterFuncs = append(e.afterFuncs[:i], e.afterFuncs[i+1:]...)
 				break
 			}
+		}
+		// The last waiter of a task out of the tree gone (a derived
+		// context cancelled), its registrations with its parents go
+		// too: they must not pile up there.
+		var unfollow func()
+		if len(e.afterFuncs) == 0 && e.follow != nil {
+			unfollow, e.follow = e.follow, nil
+		}
+		t.mu.Unlock()
+		if unfollow != nil {
+			unfollow()
 		}
 		return true
 	}
@@ -321,7 +396,9 @@ func (t *Task) cancel(err error) {
 	}
 	t.mu.Lock()
 	var afs []*afterFunc
+	var unfollow func()
 	if e := t.ext; e != nil {
+		unfollow, e.follow = e.follow, nil
 		if e.doneCh == nil {
 			e.doneCh = closedChan
 		} else if e.doneCh != closedChan {
@@ -347,6 +424,9 @@ func (t *Task) cancel(err error) {
 	}
 	for _, a := range afs {
 		a.f()
+	}
+	if unfollow != nil {
+		unfollow()
 	}
 }
 
@@ -523,10 +603,14 @@ func (t *Task) unlink() *Task {
 			}
 			t.prev, t.next = nil, nil
 			// Out of the tree, t follows its parent's cancellation
-			// through Err, as a task never linked does.
+			// through Err, as a task never linked does, and, for
+			// those waiting on it, through follow.
 			t.flags.And(^uint32(flagLinked))
 		}
 		p.mu.Unlock()
+		if t.has(flagWatched) {
+			t.follow()
+		}
 	}
 	if t.has(flagOnDetach) {
 		// (A flag, not t.ext: a ctx.Done call may be setting t.ext.)
