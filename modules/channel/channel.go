@@ -66,7 +66,9 @@ const (
 // a receiver takes its value. Each end starts as the only one of its side;
 // Clone makes more.
 //
-// New panics if capacity is negative, as make(chan T, capacity) does.
+// New panics if capacity is negative, as make(chan T, capacity) does. The
+// buffer is allocated up front, as make's is: a capacity too large for
+// memory ends the process the same way.
 func New[T any](capacity int) (*Sender[T], *Receiver[T]) {
 	buf, err := ringq.NewRingBuffer[T](capacity)
 	if err != nil {
