@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"io/fs"
 	"net"
@@ -394,17 +393,8 @@ func TestPipeReadEndsWithContext(t *testing.T) {
 	for _, backend := range []runtime.Backend{runtime.BackendAuto, runtime.BackendPortable} {
 		t.Run(backend.String(), func(t *testing.T) {
 			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-			fifo := filepath.Join(t.TempDir(), "fifo")
-			if err := unix.Mkfifo(fifo, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			// Opening a FIFO for reading waits for a writer: open both
-			// ends at once, read-write, as a test may.
 			gctx := goroutineCtx(rt)
-			f, err := OpenFile(gctx, fifo, os.O_RDWR, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := openFIFO(t, gctx)
 			defer f.Close(gctx)
 			read := func(ctx context.Context) error {
 				short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)

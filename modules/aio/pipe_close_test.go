@@ -43,17 +43,8 @@ func TestCloseEndsWaitsOnAPipe(t *testing.T) {
 
 func testCloseEndsPipeWait(t *testing.T, backend runtime.Backend, inTask, write bool) {
 	rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := unix.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	gctx := goroutineCtx(rt)
-	// O_RDWR: the open does not wait for a peer, and the FIFO never
-	// reports the end of its data.
-	f, err := OpenFile(gctx, fifo, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openFIFO(t, gctx)
 	if write {
 		// Fill the pipe, so that the next Write waits for room.
 		size, err := unix.FcntlInt(uintptr(f.guard.fd), unix.F_GETPIPE_SZ, 0)
@@ -114,10 +105,7 @@ func TestTaskOpensAFIFOForWriting(t *testing.T) {
 	if rt.Backend() != runtime.BackendIOUring {
 		t.Skip("io_uring only: elsewhere the open is open(2) itself")
 	}
-	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := unix.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := makeFIFO(t)
 	// No reader comes: the deadline ends the wait.
 	runTask(t, rt, func(ctx context.Context) error {
 		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
@@ -162,4 +150,26 @@ func TestTaskOpensAFIFOForWriting(t *testing.T) {
 	if s := <-got; s != "hello" {
 		t.Errorf("the reader got %q", s)
 	}
+}
+
+// makeFIFO makes a FIFO in a test directory and returns its path.
+func makeFIFO(t *testing.T) string {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return fifo
+}
+
+// openFIFO opens a new FIFO for reading and writing at once: the open does
+// not wait for a peer (opening one end alone would), and the FIFO never
+// reports the end of its data. The caller closes it.
+func openFIFO(t *testing.T, ctx context.Context) *File {
+	t.Helper()
+	f, err := OpenFile(ctx, makeFIFO(t), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

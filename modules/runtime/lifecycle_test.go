@@ -113,13 +113,8 @@ func TestDerivingFromAFinishedChildDoesNotRelinkIt(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	n, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 		for i := range 1000 {
-			c, err := Spawn(ctx, func(c context.Context) (context.Context, error) {
-				if i%2 == 1 {
-					// Linked, then unlinked when it ends.
-					return c, Sleep(c, time.Microsecond)
-				}
-				return c, nil
-			}).Join(ctx)
+			// Odd ones suspend: linked, then unlinked when they end.
+			c, err := finishedChild(ctx, i%2 == 1, nil)
 			if err != nil {
 				return 0, err
 			}
@@ -161,13 +156,9 @@ func TestDerivedContextsOfAFinishedChildFollowItsParent(t *testing.T) {
 		got := make(chan derived, 1)
 		outer := SpawnOn(rt, func(ctx context.Context) (int, error) {
 			var d derived
-			child, err := Spawn(ctx, func(c context.Context) (context.Context, error) {
+			child, err := finishedChild(ctx, suspends, func(c context.Context) {
 				d.before, d.cancelBefore = context.WithCancel(c)
-				if suspends {
-					return c, Sleep(c, time.Millisecond)
-				}
-				return c, nil
-			}).Join(ctx)
+			})
 			if err != nil {
 				return 0, err
 			}
@@ -227,12 +218,7 @@ func TestFinishedTaskErrFollowsItsParent(t *testing.T) {
 		rt := newRuntime(t, Config{Workers: 2})
 		got := make(chan [2]error, 1)
 		outer := SpawnOn(rt, func(ctx context.Context) (int, error) {
-			child, err := Spawn(ctx, func(c context.Context) (context.Context, error) {
-				if suspends {
-					return c, Sleep(c, time.Millisecond)
-				}
-				return c, nil
-			}).Join(ctx)
+			child, err := finishedChild(ctx, suspends, nil)
 			if err != nil {
 				return 0, err
 			}
@@ -289,4 +275,20 @@ func TestDeadlineEndedWaitAgreesWithCtxErr(t *testing.T) {
 	if got != (tally{}) {
 		t.Errorf("of 300 each: %d Sleeps and %d Suspends ended at the deadline without ctx.Err() agreeing; %d ended early", got.sleeps, got.suspends, got.early)
 	}
+}
+
+// finishedChild spawns a child of ctx's task that calls during (if not
+// nil) with its context, suspends once if suspends is set (which links it
+// into its parent's list until it ends), and returns; it returns the
+// child's context once the child has finished.
+func finishedChild(ctx context.Context, suspends bool, during func(context.Context)) (context.Context, error) {
+	return Spawn(ctx, func(c context.Context) (context.Context, error) {
+		if during != nil {
+			during(c)
+		}
+		if suspends {
+			return c, Sleep(c, time.Microsecond)
+		}
+		return c, nil
+	}).Join(ctx)
 }
