@@ -35,9 +35,10 @@ type File struct {
 	// offset go to Linux AIO (kaio.go).
 	direct *kaioFile
 	// pollable: a pipe, socket or character device (a terminal) may wait
-	// forever, so outside a task's ring its reads and writes wait in the
-	// netpoller, where ctx can end them, as package os does; disk files
-	// never wait for a peer and use plain system calls.
+	// forever, so its reads and writes wait where ctx and Close can end
+	// them: a goroutine's in the netpoller, as package os does, a task's
+	// in the runtime's readiness poller (fdGuard.pipe); disk files never
+	// wait for a peer and use plain system calls or the ring.
 	pollable bool
 	regular  bool   // a regular file: Conn.SendFile may send from it
 	pos      opLock // held by the operations that use the file position
