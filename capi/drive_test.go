@@ -274,3 +274,52 @@ func TestInlineChainYields(t *testing.T) {
 		t.Errorf("the other task ran after %d chain steps; want it to run while the chain goes on", n)
 	}
 }
+
+// A lock that looked a mutex's handle up just before faio_mutex_free
+// removed it finds the mutex held for good: it returns FAIO_EBADHANDLE,
+// blocking or not, instead of waiting forever (found by a reviewer: a
+// faio_mutex_lock_blocking racing faio_mutex_free hung in about one race
+// in 40).
+func TestLateLocksOfAFreedMutexFail(t *testing.T) {
+	_, s := newTestRuntime(t, 2)
+	for _, wait := range []bool{false, true} {
+		m := newMutexObj(s)
+		blocking := make(chan int32, 1)
+		inTask := make(chan int32, 1)
+		late := func() {
+			go func() { blocking <- m.lockBlocking() }()
+			runtime.SpawnOn(s.rt, func(ctx context.Context) (int, error) {
+				inTask <- m.lock(ctx)
+				return 0, nil
+			})
+		}
+		if !wait {
+			// The late locks start after the free.
+			if !m.free() {
+				t.Fatal("free of an idle mutex refused")
+			}
+			late()
+		} else {
+			// The late locks wait already when the free comes; the
+			// mutex is held meanwhile, so free must wait for the holder
+			// to be this test's own TryLock, released by free's.
+			if !m.mu.TryLock() {
+				t.Fatal("TryLock")
+			}
+			late()
+			time.Sleep(20 * time.Millisecond)
+			// As free does, with the lock already taken: end the waits.
+			m.setFreed()
+		}
+		for name, ch := range map[string]chan int32{"lockBlocking": blocking, "lock in a task": inTask} {
+			select {
+			case rc := <-ch:
+				if rc != codeEBADHANDLE {
+					t.Errorf("waiting %v: %s = %d, want FAIO_EBADHANDLE", wait, name, rc)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("waiting %v: %s of a freed mutex still blocked", wait, name)
+			}
+		}
+	}
+}

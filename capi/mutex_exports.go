@@ -16,6 +16,55 @@ import (
 type mutexObj struct {
 	s  *rtState
 	mu fsync.Mutex
+	// freed ends at faio_mutex_free, which holds mu for good, the waits of
+	// the locks that looked the handle up just before its removal: they
+	// return FAIO_EBADHANDLE instead of waiting forever.
+	freed    context.Context
+	setFreed context.CancelFunc
+}
+
+func newMutexObj(s *rtState) *mutexObj {
+	m := &mutexObj{s: s}
+	m.freed, m.setFreed = context.WithCancel(context.Background())
+	return m
+}
+
+// free takes m's lock for good and ends the waits of late lockers. It
+// reports false, changing nothing, when m is held or waited for.
+func (m *mutexObj) free() bool {
+	// Taking the lock proves no one holds it or waits for it (the lock
+	// goes to queued waiters first).
+	if !m.mu.TryLock() {
+		return false
+	}
+	m.setFreed()
+	return true
+}
+
+// lockBlocking locks m, blocking the calling thread: FAIO_EBADHANDLE if m
+// is freed first.
+func (m *mutexObj) lockBlocking() int32 {
+	if m.mu.Lock(m.freed) != nil {
+		return codeEBADHANDLE
+	}
+	return codeOK
+}
+
+// lock locks m for a task (ctx): ctx's error if it ends first, and
+// FAIO_EBADHANDLE if m is freed first.
+func (m *mutexObj) lock(ctx context.Context) int32 {
+	if m.mu.TryLock() {
+		return codeOK
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(m.freed, cancel)
+	err := m.mu.Lock(lctx)
+	stop()
+	cancel()
+	if err != nil && m.freed.Err() != nil {
+		return codeEBADHANDLE
+	}
+	return errorCode(err)
 }
 
 //export faiocgo_mutex_new
@@ -27,7 +76,7 @@ func faiocgo_mutex_new(rt C.uint64_t, out *C.uint64_t) C.int {
 	if s.closing.Load() {
 		return C.int(codeESHUTDOWN)
 	}
-	h, err := handles.insert(&mutexObj{s: s})
+	h, err := handles.insert(newMutexObj(s))
 	if err != nil {
 		return C.int(errorCode(err))
 	}
@@ -41,10 +90,9 @@ func faiocgo_mutex_free(h C.uint64_t) C.int {
 	if !ok {
 		return C.int(codeEBADHANDLE)
 	}
-	// Taking the lock proves no one holds it or waits for it (the lock
-	// goes to queued waiters first); it is never released, so a call that
-	// looked the handle up just before the removal finds it held.
-	if !m.mu.TryLock() {
+	// The lock is never released: a call that looked the handle up just
+	// before the removal finds it held, and, being freed, gives up.
+	if !m.free() {
 		return C.int(codeEBUSY)
 	}
 	if _, ok := removeAs[*mutexObj](&handles, uint64(h)); !ok {
@@ -93,8 +141,7 @@ func faiocgo_mutex_lock_blocking(h, token C.uint64_t) C.int {
 		return C.int(codeEBADHANDLE)
 	}
 	// A plain goroutine's wait: this blocks the host thread, as asked.
-	// Background is never cancelled, so Lock cannot fail.
-	return C.int(errorCode(m.mu.Lock(context.Background())))
+	return C.int(m.lockBlocking())
 }
 
 // unlock unlocks mu, turning the panic of an unlock of an unlocked mutex
@@ -118,5 +165,5 @@ type lockJob struct {
 }
 
 func (j *lockJob) run(ctx context.Context, s *rtState) started {
-	return callDone(ctx, s, j.cb, j.arg, errorCode(j.m.mu.Lock(ctx)))
+	return callDone(ctx, s, j.cb, j.arg, j.m.lock(ctx))
 }
