@@ -35,7 +35,16 @@
 // a closed channel, which send reports as false and recv as std::nullopt.
 // An exception leaving a task propagates to whoever co_awaits it, or out of
 // faio::block_on; one leaving a task started by faio::spawn calls
-// std::terminate, as one leaving a std::thread does.
+// std::terminate, as one leaving a std::thread does, except the
+// faio::error FAIO_ECANCELED that the runtime's shutdown gives every
+// pending operation: it ends a spawned task quietly, so that destroying a
+// runtime with background tasks still waiting is a normal shutdown.
+//
+// A coroutine awaits only operations of its own runtime: faio::sleep with
+// another runtime, or a mutex or channel made on another runtime, would
+// resume it on that runtime's worker, outside the faio::block_on that runs
+// it. faio::sleep(rt, d) refuses another runtime than the caller's with
+// FAIO_EINVAL; for mutexes and channels it is up to the caller.
 //
 // Requirements: C++20 (coroutines, <span>); link with -lfaio.
 #ifndef FAIO_HPP
@@ -279,7 +288,18 @@ struct detached {
     std::coroutine_handle<promise_type> h;
 };
 
-inline detached run_spawned(task<void> t) { co_await std::move(t); }
+// run_spawned runs a task started by faio::spawn. The FAIO_ECANCELED that
+// the runtime's shutdown gives every pending operation ends the task
+// quietly: ~runtime waits for the task, which must not end the process.
+inline detached run_spawned(task<void> t)
+{
+    try {
+        co_await std::move(t);
+    } catch (const error &e) {
+        if (e.code() != FAIO_ECANCELED)
+            throw;
+    }
+}
 
 template <class T> struct root_state {
     bool started = false;
@@ -423,12 +443,19 @@ template <class Start> io_awaiter<Start> make_io(Start s) { return io_awaiter<St
 } // namespace detail
 
 // sleep suspends the calling coroutine for at least d on rt's timer wheel.
+// Inside a coroutine of another runtime it throws FAIO_EINVAL (see the top
+// of this file).
 template <class Rep, class Period>
 auto sleep(faio_runtime rt, std::chrono::duration<Rep, Period> d)
 {
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
     std::uint64_t n = ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
-    return detail::make_status([rt, n](faio_done_fn cb, void *arg) { return faio_sleep(rt, n, cb, arg); });
+    return detail::make_status([rt, n](faio_done_fn cb, void *arg) {
+        faio_runtime cur{};
+        if (faio_current(&cur) == 0 && cur.h != rt.h)
+            return static_cast<int>(FAIO_EINVAL);
+        return faio_sleep(rt, n, cb, arg);
+    });
 }
 
 // sleep on the runtime of the calling coroutine.

@@ -456,6 +456,54 @@ void test_two_runtimes()
     CHECK(a.stats().workers == 2 && b.stats().workers == 1);
 }
 
+// ---- shutdown with spawned tasks waiting; sleeps of another runtime ----
+
+// ended counts the frames of spawned tasks destroyed.
+std::atomic<int> ended{0};
+
+struct count_end {
+    ~count_end() { ended.fetch_add(1); }
+};
+
+faio::task<> ticker()
+{
+    count_end e;
+    for (;;)
+        co_await faio::sleep(std::chrono::milliseconds(5));
+}
+
+// Destroying a runtime while tasks started by faio::spawn wait (here on
+// sleeps) ends them with the shutdown's FAIO_ECANCELED; that used to call
+// std::terminate, ending the process (found by a reviewer).
+void test_spawned_tasks_at_shutdown()
+{
+    ended = 0;
+    {
+        faio::runtime rt(2);
+        for (int i = 0; i < 3; i++)
+            faio::spawn(rt.get(), ticker());
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    CHECK(ended == 3);
+}
+
+faio::task<int> sleep_on(faio_runtime other)
+{
+    co_await faio::sleep(other, std::chrono::milliseconds(1));
+    co_return 1;
+}
+
+// A coroutine of one runtime that sleeps on another's wheel would resume
+// on that runtime's worker, after faio::block_on had given up on it; the
+// sleep refuses instead (found by a reviewer, with a write into a freed
+// stack frame).
+void test_sleep_of_another_runtime(faio::runtime &rt)
+{
+    faio::runtime other(1);
+    CHECK_THROWS(faio::block_on(rt, sleep_on(other.get())), FAIO_EINVAL);
+    CHECK(faio::block_on(rt, sleep_on(rt.get())) == 1);
+}
+
 } // namespace
 
 int main()
@@ -473,6 +521,8 @@ int main()
     run_test("c++: errors as faio::error", [&] { test_errors(rt); });
     run_test("c++: lock on a mutex of a freed runtime", [&] { test_shutdown_errors(rt); });
     run_test("c++: two runtimes", test_two_runtimes);
+    run_test("c++: spawned tasks waiting at shutdown end quietly", test_spawned_tasks_at_shutdown);
+    run_test("c++: a sleep of another runtime is refused", [&] { test_sleep_of_another_runtime(rt); });
     std::printf("c++: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
