@@ -320,6 +320,10 @@ func (c *conn) serve(ctx context.Context) {
 			c.badRequest(err)
 			return
 		}
+		if code, text := checkRequest(req); code != 0 {
+			c.reject(code, text)
+			return
+		}
 		if d := s.ReadTimeout; d > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(d))
 		} else {
@@ -362,7 +366,83 @@ func (c *conn) badRequest(err error) {
 	default:
 		code, text = http.StatusBadRequest, "400 Bad Request"
 	}
+	c.reject(code, text)
+}
+
+// reject answers a request it will not serve with code and text, and the
+// connection closes.
+func (c *conn) reject(code int, text string) {
 	fmt.Fprintf(c.rwc, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s", code, http.StatusText(code), text)
+}
+
+// checkRequest makes the checks that net/http's server makes on a request
+// http.ReadRequest accepted, and returns the status and text of the
+// refusal, or 0. Without them a header name with a space before its colon
+// ("Transfer-Encoding : chunked", which textproto keeps as an unknown
+// header) left the body to be framed by Content-Length, where a proxy in
+// front may have framed it as chunked: request smuggling (found by a
+// reviewer).
+func checkRequest(req *http.Request) (int, string) {
+	if req.ProtoMajor != 1 {
+		return http.StatusHTTPVersionNotSupported, "505 HTTP Version Not Supported: unsupported protocol version"
+	}
+	// http.ReadRequest has moved the Host header to req.Host (so a second
+	// Host header, which net/http's server refuses, is not seen here).
+	switch {
+	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect:
+		return http.StatusBadRequest, "400 Bad Request: missing required Host header"
+	case !validHost(req.Host):
+		return http.StatusBadRequest, "400 Bad Request: malformed Host header"
+	}
+	for name, values := range req.Header {
+		if !validHeaderName(name) {
+			return http.StatusBadRequest, "400 Bad Request: invalid header name"
+		}
+		for _, v := range values {
+			if !validHeaderValue(v) {
+				return http.StatusBadRequest, "400 Bad Request: invalid header value"
+			}
+		}
+	}
+	return 0, ""
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if b := name[i]; !isAlnum(b) && strings.IndexByte("!#$%&'*+-.^_`|~", b) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost reports whether h has only the bytes net/http allows in a Host
+// header.
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if b := h[i]; !isAlnum(b) && strings.IndexByte("!$%&'()*+,-.:;=[]_~", b) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v has no control byte but tab.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(b byte) bool {
+	return '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }
 
 func isTimeout(err error) bool {

@@ -1,0 +1,84 @@
+package faiohttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faio-go/faio/modules/aio"
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+// startFaio serves h with a faiohttp Server (adjusted by cfg) and returns
+// its address and the server.
+func startFaio(t *testing.T, h http.Handler, cfg func(*Server)) (string, *Server) {
+	t.Helper()
+	rt := newRuntime(t)
+	ctx := runtime.WithRuntime(context.Background(), rt)
+	ln, err := aio.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Handler: h, ErrorLog: func(f string, a ...any) { t.Logf(f, a...) }}
+	if cfg != nil {
+		cfg(srv)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-done; !errors.Is(err, ErrServerClosed) {
+			t.Error(err)
+		}
+	})
+	return ln.Addr().String(), srv
+}
+
+// rawExchange sends req on a new connection and returns what comes back
+// within wait.
+func rawExchange(t *testing.T, addr, req string, wait time.Duration) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, req)
+	c.SetReadDeadline(time.Now().Add(wait))
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+// Requests that net/http's server refuses after http.ReadRequest are
+// refused here too. They reached the handler: "Transfer-Encoding : chunked"
+// (a space before the colon) was kept as an unknown header and the body
+// framed by Content-Length instead, which smuggled a second request past a
+// proxy that frames it as chunked (found by a reviewer).
+func TestRequestChecksAsNetHTTP(t *testing.T) {
+	seen := make(chan string, 100)
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Method + " " + r.URL.Path
+		io.WriteString(w, "ok")
+	}), nil)
+	for _, tc := range []struct{ req, want string }{
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400"},
+		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length : 35\r\n\r\nGET /smuggled2 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400"},
+		{"GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 400"},              // no Host (RFC 9112 3.2: MUST 400)
+		{"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "HTTP/1.1 400"}, // malformed Host
+		{"GET / HTTP/2.0\r\nHost: a\r\n\r\n", "HTTP/1.1 505"},   // answered as HTTP/1.1
+	} {
+		got := rawExchange(t, addr, tc.req, 300*time.Millisecond)
+		var saw []string
+		for len(seen) > 0 {
+			saw = append(saw, <-seen)
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%q\n  got %q (handler saw %v), want %s as net/http", tc.req, got, saw, tc.want)
+		}
+	}
+}
