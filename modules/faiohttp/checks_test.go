@@ -82,3 +82,35 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		}
 	}
 }
+
+// Two Shutdowns under way both return once the request in flight ends.
+// The second used to replace the first one's channel, which was then never
+// closed: the first waited for its ctx (found by a reviewer).
+func TestShutdownTwiceReturnsBoth(t *testing.T) {
+	entered := make(chan struct{})
+	addr, srv := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		runtime.Sleep(r.Context(), 300*time.Millisecond)
+		io.WriteString(w, "done")
+	}), nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-entered
+	results := make(chan error, 2)
+	for range 2 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			results <- srv.Shutdown(ctx)
+		}()
+	}
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Errorf("Shutdown: %v (the request ended after 300ms)", err)
+		}
+	}
+}

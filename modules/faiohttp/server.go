@@ -176,8 +176,7 @@ func (s *Server) track(c *conn, add bool) bool {
 // for them until ctx ends; then it returns ctx.Err() and the connections
 // still open are left to finish. Called from a task, the task suspends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	done := make(chan struct{})
-	lns, conns := s.stop(done)
+	lns, conns, done := s.stop(true)
 	for _, ln := range lns {
 		ln.Close(context.Background())
 	}
@@ -194,7 +193,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close closes the listeners and every connection at once.
 func (s *Server) Close() error {
-	lns, conns := s.stop(nil)
+	lns, conns, _ := s.stop(false)
 	for _, ln := range lns {
 		ln.Close(context.Background())
 	}
@@ -207,16 +206,24 @@ func (s *Server) Close() error {
 // stop marks the server shut down and returns what is open. s.mu guards
 // only the maps, never I/O: a task waiting for a Go mutex blocks its
 // worker, and a close under the lock could wait for a completion on that
-// very worker's ring. done, if not nil, is closed once no connection is
-// left.
-func (s *Server) stop(done chan struct{}) ([]*aio.Listener, []*conn) {
+// very worker's ring. With wait set it also returns a channel closed once
+// no connection is left, the same one for every Shutdown under way (each
+// Shutdown making its own, an earlier one's was never closed: found by a
+// reviewer).
+func (s *Server) stop(wait bool) ([]*aio.Listener, []*conn, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.shutdown.Store(true)
-	if done != nil {
-		if len(s.conns) == 0 {
+	var done chan struct{}
+	if wait {
+		switch {
+		case len(s.conns) == 0:
+			done = make(chan struct{})
 			close(done)
-		} else {
+		case s.done != nil:
+			done = s.done
+		default:
+			done = make(chan struct{})
 			s.done = done
 		}
 	}
@@ -228,7 +235,7 @@ func (s *Server) stop(done chan struct{}) ([]*aio.Listener, []*conn) {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
-	return lns, conns
+	return lns, conns, done
 }
 
 func (s *Server) logf(format string, args ...any) {
