@@ -114,3 +114,22 @@ func TestShutdownTwiceReturnsBoth(t *testing.T) {
 		}
 	}
 }
+
+// Expect: 100-continue as net/http has it: a request without a body is
+// served as if it had no Expect (it used to close the connection, losing
+// the request pipelined after it), and the response to one whose body the
+// handler never read says Connection: close before the connection closes
+// (found by a reviewer).
+func TestExpectContinueAsNetHTTP(t *testing.T) {
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "no")
+	}), nil)
+	got := rawExchange(t, addr, "GET /1 HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", time.Second)
+	if n := strings.Count(got, "HTTP/1.1 200"); n != 2 {
+		t.Errorf("two pipelined GETs, the first with Expect: %d responses: %q", n, got)
+	}
+	got = rawExchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n", time.Second)
+	if !strings.Contains(got, "Connection: close") {
+		t.Errorf("the connection was closed after the response, which did not announce it: %q", got)
+	}
+}

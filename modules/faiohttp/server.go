@@ -470,7 +470,10 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 	defer cancel()
 	req = req.WithContext(rctx)
 	w := &response{c: c, req: req, header: http.Header{}, status: 0}
-	if req.ProtoAtLeast(1, 1) && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+	if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		// Not for a request without a body (net/http's rule too): its
+		// connection would close for want of a 100 Continue it never
+		// needed, losing the requests pipelined after it.
 		req.Body = &expectContinue{r: req.Body, w: w}
 	}
 	handler := s.Handler
@@ -735,6 +738,12 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 		w.closeAfter = true
 	}
 	if w.req.Close || hasKey(h, "Connection") && strings.EqualFold(h.Get("Connection"), "close") {
+		w.closeAfter = true
+	}
+	if e, ok := w.req.Body.(*expectContinue); ok && !e.sent {
+		// The client waits for 100 Continue or this response and may
+		// never send the body: the connection closes after the response
+		// (serveRequest), which says so, as net/http's does.
 		w.closeAfter = true
 	}
 	if w.closeAfter && w.req.ProtoAtLeast(1, 1) {
