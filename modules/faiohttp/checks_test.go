@@ -1,6 +1,7 @@
 package faiohttp
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -131,5 +132,43 @@ func TestExpectContinueAsNetHTTP(t *testing.T) {
 	got = rawExchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n", time.Second)
 	if !strings.Contains(got, "Connection: close") {
 		t.Errorf("the connection was closed after the response, which did not announce it: %q", got)
+	}
+}
+
+// Serve from a plain goroutine returns ctx.Err() once ctx is cancelled,
+// with a kept-alive connection open. It only closed the listener: the
+// connections' tasks ran under BlockOn's own context, and Serve waited for
+// them, then returned net.ErrClosed (found by a reviewer).
+func TestServeFromAGoroutineEndsWithCtx(t *testing.T) {
+	rt := newRuntime(t)
+	rctx := runtime.WithRuntime(context.Background(), rt)
+	ln, err := aio.Listen(rctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") })}
+	ctx, cancel := context.WithCancel(rctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		t.Logf("Serve returned %v", err)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Serve returned %v after ctx's cancel, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Errorf("Serve has not returned 2s after ctx was cancelled (one idle keep-alive connection open)")
+		srv.Close()
+		t.Logf("after Close: %v", <-done)
 	}
 }

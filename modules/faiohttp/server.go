@@ -92,12 +92,22 @@ func (s *Server) Serve(ctx context.Context, ln *aio.Listener) error {
 		if rt == nil {
 			return fmt.Errorf("faiohttp: Serve: %w", runtime.ErrNoRuntime)
 		}
+		// The loop and the connections' tasks end with ctx, too:
+		// BlockOn's task does not derive from ctx. Not when the loop
+		// returns: after Shutdown, the connections finish their requests.
+		var cancel context.CancelFunc = func() {}
+		stop := func() bool { return false }
 		_, err := runtime.BlockOn(rt, func(tctx context.Context) (struct{}, error) {
-			// The loop's task is cancelled with ctx, too.
-			stop := context.AfterFunc(ctx, func() { ln.Close(context.Background()) })
-			defer stop()
-			return struct{}{}, s.serve(tctx, ln)
+			var sctx context.Context
+			sctx, cancel = context.WithCancel(tctx)
+			stop = context.AfterFunc(ctx, cancel)
+			return struct{}{}, s.serve(sctx, ln)
 		})
+		stop()
+		cancel()
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ErrServerClosed) {
+			return ctx.Err()
+		}
 		return err
 	}
 	return s.serve(ctx, ln)
@@ -273,6 +283,10 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		c.rwc.Close()
 	}()
+	// Serve's ctx ends the connection, idle or not, as Close does (its
+	// reads wait on the connection's deadlines, not on ctx).
+	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
+	defer stop()
 	c.rwc = c.nc
 	c.remote = c.nc.RemoteAddr().String()
 	if s.TLSConfig != nil {
