@@ -172,3 +172,46 @@ func TestServeFromAGoroutineEndsWithCtx(t *testing.T) {
 		t.Logf("after Close: %v", <-done)
 	}
 }
+
+// ReadTimeout bounds reading one request, header and body together, as its
+// doc says: the deadline was set afresh after the header, so a request
+// could take ReadHeaderTimeout + ReadTimeout (found by a reviewer).
+func TestReadTimeoutCoversTheWholeRequest(t *testing.T) {
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 408)
+			return
+		}
+		io.WriteString(w, "read it all")
+	}), func(s *Server) { s.ReadTimeout = time.Second })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		// The header over 0.9s, then 10 body bytes over 0.5s: 1.4s.
+		for i, p := range []string{"POST / HTTP/1.1\r\n", "Host: a\r\n", "Content-Length: 10\r\n", "\r\n"} {
+			if i > 0 {
+				time.Sleep(300 * time.Millisecond)
+			}
+			io.WriteString(c, p)
+		}
+		for range 10 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			io.WriteString(c, "x")
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(c)
+	if strings.Contains(string(b), "read it all") {
+		t.Errorf("a request that took ~1.4s to arrive was read whole with ReadTimeout 1s: %q", b)
+	}
+}

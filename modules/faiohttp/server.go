@@ -332,8 +332,11 @@ func (c *conn) serve(ctx context.Context) {
 			return
 		}
 		c.idle.Store(false)
+		// ReadTimeout counts from here, as ReadHeaderTimeout does: the
+		// header's time is part of the request's (net/http's rule).
+		t0 := time.Now()
 		if d := s.readHeaderTimeout(); d > 0 {
-			c.nc.SetReadDeadline(time.Now().Add(d))
+			c.nc.SetReadDeadline(t0.Add(d))
 		}
 		req, err := http.ReadRequest(c.br)
 		c.lr.n = -1
@@ -346,7 +349,7 @@ func (c *conn) serve(ctx context.Context) {
 			return
 		}
 		if d := s.ReadTimeout; d > 0 {
-			c.nc.SetReadDeadline(time.Now().Add(d))
+			c.nc.SetReadDeadline(t0.Add(d))
 		} else {
 			c.nc.SetReadDeadline(time.Time{})
 		}
