@@ -180,7 +180,7 @@ func TestReadTimeoutCoversTheWholeRequest(t *testing.T) {
 	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.ReadAll(r.Body)
 		if err != nil {
-			http.Error(w, err.Error(), 408)
+			http.Error(w, err.Error(), http.StatusRequestTimeout)
 			return
 		}
 		io.WriteString(w, "read it all")
