@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	gosync "sync"
 	"testing"
 	"time"
 )
@@ -291,4 +292,89 @@ func finishedChild(ctx context.Context, suspends bool, during func(context.Conte
 		}
 		return c, nil
 	}).Join(ctx)
+}
+
+// Stress for the flag orderings of linkSlow, unlink and AfterFunc: plain
+// goroutines derive contexts from children while those children finish
+// and leave the tree, on other threads. Whatever the interleaving, every
+// derived context follows the parent's cancellation, and once the derived
+// contexts are cancelled nothing of the children is left on the parent
+// (neither in its list of children nor as a follower).
+func TestDerivingWhileChildrenFinishStress(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	const n = 400
+	for _, keep := range []bool{false, true} {
+		derived := make(chan context.Context, n)
+		cancels := make(chan context.CancelFunc, n)
+		ready := make(chan *Task, 1)
+		outer := SpawnOn(rt, func(ctx context.Context) (int, error) {
+			ctxs := make(chan context.Context, n)
+			var wg gosync.WaitGroup
+			for range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					d, cancel := context.WithCancel(<-ctxs) // races the child's end
+					derived <- d
+					cancels <- cancel
+				}()
+			}
+			for i := range n {
+				Spawn(ctx, func(c context.Context) (int, error) {
+					ctxs <- c
+					if i%3 == 0 {
+						return 0, Sleep(c, time.Microsecond) // linked first
+					}
+					return 0, nil
+				})
+			}
+			wg.Wait()
+			if !keep {
+				for range n {
+					(<-cancels)()
+				}
+			}
+			ready <- Current(ctx)
+			_ = Sleep(ctx, time.Hour) // until cancelled
+			return 0, nil
+		})
+		me := <-ready
+		if !keep {
+			// Wait for the children to have left the tree.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				me.mu.Lock()
+				left := 0
+				for k := me.children; k != nil; k = k.next {
+					left++
+				}
+				if me.ext != nil {
+					left += len(me.ext.afterFuncs)
+				}
+				me.mu.Unlock()
+				if left == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d children or followers left on the parent after every derived context was cancelled", left)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		outer.Cancel()
+		for range n {
+			d := <-derived
+			select {
+			case <-d.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatalf("keep %v: a derived context did not follow the parent's cancellation", keep)
+			}
+		}
+		if keep {
+			for range n {
+				(<-cancels)()
+			}
+		}
+		_, _ = outer.Join(context.Background())
+	}
 }
