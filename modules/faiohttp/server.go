@@ -1,9 +1,14 @@
 // Package faiohttp is an HTTP/1.1 server that runs each connection as a
 // faio task and calls a standard http.Handler inside it. Requests are
 // parsed by net/http's own http.ReadRequest over a bufio.Reader on the
-// connection, so keep-alive, pipelining, chunked bodies and the header
-// rules are net/http's; the connection's I/O runs on the io_uring of the
-// task's worker, the task suspending while it waits.
+// connection, so keep-alive, pipelining, chunked bodies and the request's
+// header syntax are net/http's, and checkRequest refuses what net/http's
+// server refuses after that (but a second Host header, which ReadRequest
+// hides). The response side follows net/http's rules where this file
+// says so; it does not yet chunk a body whose handler set
+// Transfer-Encoding itself, nor freeze the header at WriteHeader. The
+// connection's I/O runs on the io_uring of the task's worker, the task
+// suspending while it waits.
 //
 //	srv := &faiohttp.Server{Handler: mux, ReadTimeout: 10 * time.Second}
 //	err := srv.Serve(ctx, ln) // ln from aio.Listen; ctx a task's or runtime.WithRuntime's
