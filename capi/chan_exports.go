@@ -64,6 +64,16 @@ func faiocgo_chan_free(h C.uint64_t) C.int {
 	return C.int(codeOK)
 }
 
+//export faiocgo_chan_runtime
+func faiocgo_chan_runtime(h C.uint64_t, out *C.uint64_t) C.int {
+	c := chanOf(h)
+	if c == nil {
+		return C.int(codeEBADHANDLE)
+	}
+	*out = C.uint64_t(c.s.handle)
+	return C.int(codeOK)
+}
+
 //export faiocgo_chan_close
 func faiocgo_chan_close(h C.uint64_t) C.int {
 	c := chanOf(h)

@@ -101,6 +101,16 @@ func faiocgo_mutex_free(h C.uint64_t) C.int {
 	return C.int(codeOK)
 }
 
+//export faiocgo_mutex_runtime
+func faiocgo_mutex_runtime(h C.uint64_t, out *C.uint64_t) C.int {
+	m, ok := lookupAs[*mutexObj](&handles, uint64(h))
+	if !ok {
+		return C.int(codeEBADHANDLE)
+	}
+	*out = C.uint64_t(m.s.handle)
+	return C.int(codeOK)
+}
+
 //export faiocgo_mutex_lock
 func faiocgo_mutex_lock(h C.uint64_t, cb, arg C.uintptr_t, token C.uint64_t) C.int {
 	m, ok := lookupAs[*mutexObj](&handles, uint64(h))

@@ -189,6 +189,17 @@ int faio_mutex_free(faio_mutex m)
     return faiocgo_mutex_free(m.h);
 }
 
+int faio_mutex_runtime(faio_mutex m, faio_runtime *out)
+{
+    if (out == NULL)
+        return FAIO_EINVAL;
+    uint64_t h = 0;
+    int rc = faiocgo_mutex_runtime(m.h, &h);
+    if (rc == 0)
+        out->h = h;
+    return rc;
+}
+
 int faio_mutex_lock(faio_mutex m, faio_done_fn cb, void *arg)
 {
     if (cb == NULL)
@@ -227,6 +238,17 @@ int faio_chan_new(faio_runtime rt, size_t capacity, faio_chan *out)
 int faio_chan_free(faio_chan ch)
 {
     return faiocgo_chan_free(ch.h);
+}
+
+int faio_chan_runtime(faio_chan ch, faio_runtime *out)
+{
+    if (out == NULL)
+        return FAIO_EINVAL;
+    uint64_t h = 0;
+    int rc = faiocgo_chan_runtime(ch.h, &h);
+    if (rc == 0)
+        out->h = h;
+    return rc;
 }
 
 int faio_chan_close(faio_chan ch)

@@ -58,7 +58,9 @@
  * task: so faio_block_on waits for them and for everything they start in
  * turn. The same calls on another runtime, or from a host thread, start at
  * once and are independent tasks (faio_runtime_free cancels and waits for
- * them). No order is promised among the operations one callback starts.
+ * them). A mutex or a channel belongs to the runtime it was made on, which
+ * runs its callbacks (faio_mutex_runtime and faio_chan_runtime name it).
+ * No order is promised among the operations one callback starts.
  *
  * Every callback that a call accepted (the call returned 0) is invoked exactly
  * once, even when the runtime shuts down meanwhile: the operation then
@@ -301,6 +303,15 @@ int faio_mutex_new(faio_runtime rt, faio_mutex *out);
  * locked or a lock is being handed over, FAIO_EBADHANDLE. */
 int faio_mutex_free(faio_mutex m);
 
+/* Stores in *out the handle of the runtime m was made on, whose workers run
+ * its lock callbacks. Compared with faio_current, it tells a callback
+ * whether a lock of m would complete on its own runtime or on another,
+ * outside the callback's faio_block_on. After that runtime is freed it
+ * stores the freed handle, which the runtime calls refuse with
+ * FAIO_EBADHANDLE and which equals no live runtime's (handle values are
+ * never reused). Returns FAIO_EINVAL for a NULL out, FAIO_EBADHANDLE. */
+int faio_mutex_runtime(faio_mutex m, faio_runtime *out);
+
 /* Requests the lock: cb(arg, 0) runs as a task on a worker once m is held by
  * the caller, who must then unlock it (in cb or later, anywhere). Waiters get
  * the lock in the order they queued. cb(arg, FAIO_ECANCELED) means the
@@ -336,6 +347,11 @@ int faio_chan_new(faio_runtime rt, size_t capacity, faio_chan *out);
  * FAIO_ECLOSED; items still buffered are dropped (drain them first with
  * faio_chan_try_recv if they own memory). FAIO_EBADHANDLE. */
 int faio_chan_free(faio_chan ch);
+
+/* Stores in *out the handle of the runtime ch was made on, whose workers run
+ * its send and receive callbacks; as faio_mutex_runtime. Returns FAIO_EINVAL
+ * for a NULL out, FAIO_EBADHANDLE. */
+int faio_chan_runtime(faio_chan ch, faio_runtime *out);
 
 /* Closes the sending side: sends in progress and later fail with
  * FAIO_ECLOSED (their item was not delivered); receivers take the buffered

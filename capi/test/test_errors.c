@@ -60,7 +60,10 @@ static void check_bad_runtime(faio_runtime rt)
 
 static void check_bad_mutex(faio_mutex m)
 {
+    faio_runtime rt = {0};
     CHECK_RC(faio_mutex_free(m), FAIO_EBADHANDLE);
+    CHECK_RC(faio_mutex_runtime(m, &rt), FAIO_EBADHANDLE);
+    CHECK(rt.h == 0); /* *out untouched */
     CHECK_RC(faio_mutex_lock(m, nop_done, NULL), FAIO_EBADHANDLE);
     CHECK_RC(faio_mutex_try_lock(m), FAIO_EBADHANDLE);
     CHECK_RC(faio_mutex_unlock(m), FAIO_EBADHANDLE);
@@ -70,7 +73,10 @@ static void check_bad_mutex(faio_mutex m)
 static void check_bad_chan(faio_chan ch)
 {
     void *item;
+    faio_runtime rt = {0};
     CHECK_RC(faio_chan_free(ch), FAIO_EBADHANDLE);
+    CHECK_RC(faio_chan_runtime(ch, &rt), FAIO_EBADHANDLE);
+    CHECK(rt.h == 0);
     CHECK_RC(faio_chan_close(ch), FAIO_EBADHANDLE);
     CHECK_RC(faio_chan_send(ch, NULL, nop_done, NULL), FAIO_EBADHANDLE);
     CHECK_RC(faio_chan_recv(ch, nop_recv, NULL), FAIO_EBADHANDLE);
@@ -136,11 +142,13 @@ static void test_bad_arguments(void)
     CHECK_RC(faio_stats(rt, NULL), FAIO_EINVAL);
     CHECK_RC(faio_mutex_new(rt, NULL), FAIO_EINVAL);
     CHECK_RC(faio_mutex_lock(m, NULL, NULL), FAIO_EINVAL);
+    CHECK_RC(faio_mutex_runtime(m, NULL), FAIO_EINVAL);
     CHECK_RC(faio_chan_new(rt, 1, NULL), FAIO_EINVAL);
     CHECK_RC(faio_chan_new(rt, ((size_t)1 << 24) + 1, &ch), FAIO_EINVAL);
     CHECK_RC(faio_chan_new(rt, SIZE_MAX, &ch), FAIO_EINVAL);
     CHECK_RC(faio_chan_send(ch, NULL, NULL, NULL), FAIO_EINVAL);
     CHECK_RC(faio_chan_recv(ch, NULL, NULL), FAIO_EINVAL);
+    CHECK_RC(faio_chan_runtime(ch, NULL), FAIO_EINVAL);
     CHECK_RC(faio_chan_try_recv(ch, NULL), FAIO_EINVAL);
     CHECK_RC(faio_chan_recv_blocking(ch, NULL), FAIO_EINVAL);
     CHECK_RC(faio_sleep(rt, 1, NULL, NULL), FAIO_EINVAL);

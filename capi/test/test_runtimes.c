@@ -201,8 +201,75 @@ static void test_portable_backend(void)
     CHECK(strstr(faio_strerror(FAIO_ENOURING), "io_uring") != NULL);
 }
 
+/* faio_mutex_runtime and faio_chan_runtime name the runtime a handle was
+ * made on: what a callback compares with faio_current to know whether a
+ * wait would complete on its own runtime. */
+struct made_on {
+    faio_runtime a, b;
+    faio_mutex ma, mb;
+    faio_chan ca, cb;
+    atomic_int ran;
+};
+
+static void made_on_root(void *arg)
+{
+    struct made_on *o = arg;
+    faio_runtime cur = {0}, got = {0};
+    CHECK_RC(faio_current(&cur), 0);
+    CHECK(cur.h == o->a.h);
+    CHECK_RC(faio_mutex_runtime(o->ma, &got), 0);
+    CHECK(got.h == cur.h);
+    CHECK_RC(faio_mutex_runtime(o->mb, &got), 0);
+    CHECK(got.h != cur.h);
+    CHECK_RC(faio_chan_runtime(o->ca, &got), 0);
+    CHECK(got.h == cur.h);
+    CHECK_RC(faio_chan_runtime(o->cb, &got), 0);
+    CHECK(got.h != cur.h);
+    atomic_fetch_add(&o->ran, 1);
+}
+
+static void test_handle_runtimes(void)
+{
+    struct made_on o = {new_runtime(1), new_runtime(1), {0}, {0}, {0}, {0}, 0};
+    faio_runtime got = {0};
+    CHECK_RC(faio_mutex_new(o.a, &o.ma), 0);
+    CHECK_RC(faio_mutex_new(o.b, &o.mb), 0);
+    CHECK_RC(faio_chan_new(o.a, 1, &o.ca), 0);
+    CHECK_RC(faio_chan_new(o.b, 0, &o.cb), 0);
+    CHECK_RC(faio_mutex_runtime(o.ma, &got), 0);
+    CHECK(got.h == o.a.h);
+    CHECK_RC(faio_mutex_runtime(o.mb, &got), 0);
+    CHECK(got.h == o.b.h);
+    CHECK_RC(faio_chan_runtime(o.ca, &got), 0);
+    CHECK(got.h == o.a.h);
+    CHECK_RC(faio_chan_runtime(o.cb, &got), 0);
+    CHECK(got.h == o.b.h);
+    CHECK_RC(faio_block_on(o.a, made_on_root, &o), 0);
+    CHECK(atomic_load(&o.ran) == 1);
+
+    /* After b is freed its handles still name it, and it stays dead. */
+    CHECK_RC(faio_runtime_free(o.b), 0);
+    CHECK_RC(faio_mutex_runtime(o.mb, &got), 0);
+    CHECK(got.h == o.b.h);
+    CHECK_RC(faio_chan_runtime(o.cb, &got), 0);
+    CHECK(got.h == o.b.h);
+    faio_runtime_stats st;
+    CHECK_RC(faio_stats(got, &st), FAIO_EBADHANDLE);
+    faio_runtime c = new_runtime(1);
+    CHECK(c.h != o.b.h);
+
+    CHECK_RC(faio_mutex_free(o.ma), 0);
+    CHECK_RC(faio_mutex_free(o.mb), 0);
+    CHECK_RC(faio_chan_free(o.ca), 0);
+    CHECK_RC(faio_chan_free(o.cb), 0);
+    CHECK_RC(faio_runtime_free(c), 0);
+    CHECK_RC(faio_runtime_free(o.a), 0);
+}
+
 void test_runtimes(void)
 {
     run_test("two runtimes in one process, calling each other", test_two_runtimes);
+    run_test("faio_mutex_runtime and faio_chan_runtime name a handle's runtime",
+             test_handle_runtimes);
     run_test("the portable backend: tasks, timers and a pipe read", test_portable_backend);
 }
