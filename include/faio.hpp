@@ -40,11 +40,19 @@
 // pending operation: it ends a spawned task quietly, so that destroying a
 // runtime with background tasks still waiting is a normal shutdown.
 //
-// A coroutine awaits only operations of its own runtime: faio::sleep with
-// another runtime, or a mutex or channel made on another runtime, would
-// resume it on that runtime's worker, outside the faio::block_on that runs
-// it. faio::sleep(rt, d) refuses another runtime than the caller's with
-// FAIO_EINVAL; for mutexes and channels it is up to the caller.
+// A coroutine awaits only operations of its own runtime: one of another
+// runtime would resume it on that runtime's worker, outside the
+// faio::block_on that runs it, which may have returned and freed what the
+// coroutine still uses. So co_await of faio::sleep(rt, d) with another
+// runtime than the caller's, of faio::lock of a mutex made on another
+// runtime, or of send or recv on a channel made on another runtime throws
+// faio::error FAIO_EINVAL before anything starts: no lock is requested, no
+// value is sent or taken. The awaitables that name no runtime
+// (faio::sleep(d), faio::yield, the I/O calls) run on the runtime of the
+// coroutine that awaits them, whichever made them. The calls that do not
+// wait (try_lock, unlock, try_send, try_recv, close) work on any runtime's
+// mutexes and channels, and faio::spawn(rt, t) starts t on rt, as an
+// independent task if rt is not the caller's.
 //
 // Requirements: C++20 (coroutines, <span>); link with -lfaio.
 #ifndef FAIO_HPP
@@ -107,6 +115,15 @@ inline void resume_task(void *arg)
 {
     fast_streak = 0;
     std::coroutine_handle<>::from_address(arg).resume();
+}
+
+// foreign reports whether the caller is a coroutine of a runtime other
+// than rt: an operation of rt would resume it on rt's worker, outside the
+// faio::block_on that runs it (see the top of this file).
+inline bool foreign(faio_runtime rt) noexcept
+{
+    faio_runtime cur{};
+    return faio_current(&cur) == 0 && cur.h != rt.h;
 }
 
 } // namespace detail
@@ -326,9 +343,9 @@ template <class T> detached run_root(task<T> t, root_state<T> *st)
 } // namespace detail
 
 // spawn starts t as a new faio task on rt. Inside a coroutine of rt the
-// task is a child that faio::block_on waits for; from a host thread it is
-// independent (the runtime's destructor waits for it). Throws faio::error
-// if faio refuses.
+// task is a child that faio::block_on waits for; from a host thread or a
+// coroutine of another runtime it is independent (rt's destructor waits
+// for it). Throws faio::error if faio refuses.
 inline void spawn(faio_runtime rt, task<void> t)
 {
     detail::detached d = detail::run_spawned(std::move(t));
@@ -440,6 +457,27 @@ private:
 template <class Start> status_awaiter<Start> make_status(Start s) { return status_awaiter<Start>(std::move(s)); }
 template <class Start> io_awaiter<Start> make_io(Start s) { return io_awaiter<Start>(std::move(s)); }
 
+// to_ns converts a duration for faio_sleep, negative ones to 0.
+template <class Rep, class Period> std::uint64_t to_ns(std::chrono::duration<Rep, Period> d) noexcept
+{
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+    return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+}
+
+// on_current turns start(rt, cb, arg) into the start of an awaiter that
+// runs the operation on the runtime of the coroutine awaiting it, looked up
+// when the co_await begins: an awaitable made in one coroutine and awaited
+// in a coroutine of another runtime then still completes where its awaiter
+// runs.
+template <class Start> auto on_current(Start start)
+{
+    return [start](auto cb, void *arg) {
+        faio_runtime rt{};
+        int rc = faio_current(&rt);
+        return rc != 0 ? rc : start(rt, cb, arg);
+    };
+}
+
 } // namespace detail
 
 // sleep suspends the calling coroutine for at least d on rt's timer wheel.
@@ -448,20 +486,20 @@ template <class Start> io_awaiter<Start> make_io(Start s) { return io_awaiter<St
 template <class Rep, class Period>
 auto sleep(faio_runtime rt, std::chrono::duration<Rep, Period> d)
 {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-    std::uint64_t n = ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+    std::uint64_t n = detail::to_ns(d);
     return detail::make_status([rt, n](faio_done_fn cb, void *arg) {
-        faio_runtime cur{};
-        if (faio_current(&cur) == 0 && cur.h != rt.h)
+        if (detail::foreign(rt))
             return static_cast<int>(FAIO_EINVAL);
         return faio_sleep(rt, n, cb, arg);
     });
 }
 
-// sleep on the runtime of the calling coroutine.
+// sleep on the runtime of the coroutine that awaits it.
 template <class Rep, class Period> auto sleep(std::chrono::duration<Rep, Period> d)
 {
-    return sleep(current(), d);
+    std::uint64_t n = detail::to_ns(d);
+    return detail::make_status(detail::on_current(
+        [n](faio_runtime rt, faio_done_fn cb, void *arg) { return faio_sleep(rt, n, cb, arg); }));
 }
 
 // yield continues the calling coroutine in a new task of its runtime,
@@ -491,7 +529,7 @@ inline auto yield()
 // run while it is unlocked).
 class mutex {
 public:
-    explicit mutex(faio_runtime rt) { detail::check(faio_mutex_new(rt, &m_)); }
+    explicit mutex(faio_runtime rt) : rt_(rt) { detail::check(faio_mutex_new(rt, &m_)); }
     ~mutex()
     {
         if (m_.h != 0)
@@ -501,6 +539,9 @@ public:
     mutex &operator=(const mutex &) = delete;
 
     faio_mutex get() const noexcept { return m_; }
+    // made_on returns the runtime the mutex was made on, as
+    // faio_mutex_runtime does.
+    faio_runtime made_on() const noexcept { return rt_; }
     bool try_lock() noexcept { return faio_mutex_try_lock(m_) == 0; }
     void unlock() { detail::check(faio_mutex_unlock(m_)); }
     // lock_blocking is for host threads; inside a coroutine it throws
@@ -508,6 +549,7 @@ public:
     void lock_blocking() { detail::check(faio_mutex_lock_blocking(m_)); }
 
 private:
+    faio_runtime rt_;
     faio_mutex m_{};
 };
 
@@ -539,45 +581,67 @@ private:
     faio_mutex m_;
 };
 
-// lock waits for m and returns a guard holding it: auto g = co_await lock(m).
-inline auto lock(faio_mutex m)
-{
-    struct awaiter {
-        faio_mutex m;
-        std::coroutine_handle<> h{};
-        int status = 0;
+namespace detail {
 
-        bool await_ready() noexcept
-        {
-            return detail::fast_path() && faio_mutex_try_lock(m) == 0;
-        }
-        bool await_suspend(std::coroutine_handle<> c)
-        {
-            h = c;
-            int rc = faio_mutex_lock(m, &on_locked, this);
-            if (rc != 0) {
-                status = rc;
-                return false;
-            }
+// lock_awaiter is co_await faio::lock(m): rt is m's runtime.
+class lock_awaiter {
+public:
+    lock_awaiter(faio_mutex m, faio_runtime rt) noexcept : m_(m), rt_(rt) {}
+
+    bool await_ready() noexcept
+    {
+        if (foreign(rt_)) {
+            status_ = FAIO_EINVAL; // refused before anything started
             return true;
         }
-        lock_guard await_resume() const
-        {
-            detail::check(status);
-            return lock_guard(m);
+        return fast_path() && faio_mutex_try_lock(m_) == 0;
+    }
+    bool await_suspend(std::coroutine_handle<> c)
+    {
+        h_ = c;
+        int rc = faio_mutex_lock(m_, &on_locked, this);
+        if (rc != 0) {
+            status_ = rc;
+            return false;
         }
-        static void on_locked(void *arg, int st)
-        {
-            auto *a = static_cast<awaiter *>(arg);
-            a->status = st;
-            detail::fast_streak = 0;
-            a->h.resume();
-        }
-    };
-    return awaiter{m};
-}
+        return true;
+    }
+    lock_guard await_resume() const
+    {
+        check(status_);
+        return lock_guard(m_);
+    }
 
-inline auto lock(mutex &m) { return lock(m.get()); }
+private:
+    static void on_locked(void *arg, int st)
+    {
+        auto *a = static_cast<lock_awaiter *>(arg);
+        a->status_ = st;
+        fast_streak = 0;
+        a->h_.resume();
+    }
+
+    faio_mutex m_;
+    faio_runtime rt_;
+    std::coroutine_handle<> h_{};
+    int status_ = 0;
+};
+
+} // namespace detail
+
+// lock waits for m and returns a guard holding it: auto g = co_await lock(m).
+// A mutex of another runtime than the awaiting coroutine's throws
+// FAIO_EINVAL (see the top of this file).
+inline detail::lock_awaiter lock(mutex &m) noexcept { return detail::lock_awaiter(m.get(), m.made_on()); }
+
+// lock of a bare handle asks faio which runtime m belongs to; throws
+// faio::error for a bad handle.
+inline detail::lock_awaiter lock(faio_mutex m)
+{
+    faio_runtime rt{};
+    detail::check(faio_mutex_runtime(m, &rt));
+    return detail::lock_awaiter(m, rt);
+}
 
 // ---------------------------------------------------------------------------
 // Channel
@@ -589,7 +653,7 @@ template <class T> class channel {
                   "faio::channel carries pointer-sized, trivially copyable values");
 
 public:
-    channel(faio_runtime rt, std::size_t capacity) { detail::check(faio_chan_new(rt, capacity, &ch_)); }
+    channel(faio_runtime rt, std::size_t capacity) : rt_(rt) { detail::check(faio_chan_new(rt, capacity, &ch_)); }
     ~channel()
     {
         if (ch_.h != 0)
@@ -599,19 +663,29 @@ public:
     channel &operator=(const channel &) = delete;
 
     faio_chan get() const noexcept { return ch_; }
+    // made_on returns the runtime the channel was made on, as
+    // faio_chan_runtime does.
+    faio_runtime made_on() const noexcept { return rt_; }
 
     // send delivers v: co_await returns true once it is taken or buffered,
-    // false if the channel is closed (v was not delivered).
+    // false if the channel is closed (v was not delivered). Awaited by a
+    // coroutine of another runtime than the channel's, it throws
+    // FAIO_EINVAL and sends nothing (see the top of this file).
     auto send(T v)
     {
         struct awaiter {
             faio_chan ch;
+            faio_runtime rt;
             void *item;
             std::coroutine_handle<> h{};
             int status = 0;
 
             bool await_ready() noexcept
             {
+                if (detail::foreign(rt)) {
+                    status = FAIO_EINVAL;
+                    return true;
+                }
                 if (!detail::fast_path())
                     return false;
                 status = faio_chan_try_send(ch, item);
@@ -642,21 +716,27 @@ public:
                 a->h.resume();
             }
         };
-        return awaiter{ch_, encode(v)};
+        return awaiter{ch_, rt_, encode(v)};
     }
 
     // recv takes the oldest value: co_await returns it, or std::nullopt
-    // once the channel is closed and drained.
+    // once the channel is closed and drained. Like send, it throws
+    // FAIO_EINVAL, taking nothing, in a coroutine of another runtime.
     auto recv()
     {
         struct awaiter {
             faio_chan ch;
+            faio_runtime rt;
             void *item = nullptr;
             std::coroutine_handle<> h{};
             int status = 0;
 
             bool await_ready() noexcept
             {
+                if (detail::foreign(rt)) {
+                    status = FAIO_EINVAL;
+                    return true;
+                }
                 if (!detail::fast_path())
                     return false;
                 status = faio_chan_try_recv(ch, &item);
@@ -688,7 +768,7 @@ public:
                 a->h.resume();
             }
         };
-        return awaiter{ch_};
+        return awaiter{ch_, rt_};
     }
 
     // try_send and try_recv never wait; they report "would wait" as false
@@ -756,11 +836,13 @@ private:
         return std::bit_cast<T>(bytes);
     }
 
+    faio_runtime rt_;
     faio_chan ch_{};
 };
 
 // ---------------------------------------------------------------------------
-// I/O on the runtime of the calling coroutine. Buffers are anything
+// I/O on the runtime of the coroutine that awaits it (looked up when the
+// co_await begins, not when the awaitable is made). Buffers are anything
 // std::span can view (arrays, std::array, std::vector, std::string,
 // std::span(ptr, len) for raw memory); they must outlive the co_await, which
 // they do when they live in the coroutine frame. Results are byte counts or
@@ -778,61 +860,57 @@ struct msg_flags {
 template <detail::contiguous_buffer Buffer> auto read(int fd, Buffer &buf, std::int64_t offset = -1)
 {
     auto b = std::as_writable_bytes(std::span(buf));
-    faio_runtime rt = current();
-    return detail::make_io([=](faio_io_fn cb, void *arg) {
+    return detail::make_io(detail::on_current([=](faio_runtime rt, faio_io_fn cb, void *arg) {
         return faio_read(rt, fd, b.data(), b.size(), offset, cb, arg);
-    });
+    }));
 }
 
 // write writes buf at offset (-1: at the file position); may be short.
 template <detail::contiguous_buffer Buffer> auto write(int fd, const Buffer &buf, std::int64_t offset = -1)
 {
     auto b = std::as_bytes(std::span(buf));
-    faio_runtime rt = current();
-    return detail::make_io([=](faio_io_fn cb, void *arg) {
+    return detail::make_io(detail::on_current([=](faio_runtime rt, faio_io_fn cb, void *arg) {
         return faio_write(rt, fd, b.data(), b.size(), offset, cb, arg);
-    });
+    }));
 }
 
 // accept returns the new connection's descriptor (the caller closes it).
 inline auto accept(int fd, int flags = SOCK_CLOEXEC)
 {
-    faio_runtime rt = current();
-    return detail::make_io([=](faio_io_fn cb, void *arg) { return faio_accept(rt, fd, flags, cb, arg); });
+    return detail::make_io(detail::on_current(
+        [=](faio_runtime rt, faio_io_fn cb, void *arg) { return faio_accept(rt, fd, flags, cb, arg); }));
 }
 
 // connect connects socket fd to addr (copied before the co_await suspends).
 inline auto connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-    faio_runtime rt = current();
-    return detail::make_status([=](faio_done_fn cb, void *arg) { return faio_connect(rt, fd, addr, len, cb, arg); });
+    return detail::make_status(detail::on_current(
+        [=](faio_runtime rt, faio_done_fn cb, void *arg) { return faio_connect(rt, fd, addr, len, cb, arg); }));
 }
 
 // recv receives into buf; 0 when the peer has shut down its side.
 template <detail::contiguous_buffer Buffer> auto recv(int fd, Buffer &buf, msg_flags flags = msg_flags())
 {
     auto b = std::as_writable_bytes(std::span(buf));
-    faio_runtime rt = current();
-    return detail::make_io([=](faio_io_fn cb, void *arg) {
+    return detail::make_io(detail::on_current([=](faio_runtime rt, faio_io_fn cb, void *arg) {
         return faio_recv(rt, fd, b.data(), b.size(), flags.value, cb, arg);
-    });
+    }));
 }
 
 // send sends buf; may be short.
 template <detail::contiguous_buffer Buffer> auto send(int fd, const Buffer &buf, msg_flags flags = msg_flags())
 {
     auto b = std::as_bytes(std::span(buf));
-    faio_runtime rt = current();
-    return detail::make_io([=](faio_io_fn cb, void *arg) {
+    return detail::make_io(detail::on_current([=](faio_runtime rt, faio_io_fn cb, void *arg) {
         return faio_send(rt, fd, b.data(), b.size(), flags.value, cb, arg);
-    });
+    }));
 }
 
 // close closes fd.
 inline auto close(int fd)
 {
-    faio_runtime rt = current();
-    return detail::make_status([=](faio_done_fn cb, void *arg) { return faio_close(rt, fd, cb, arg); });
+    return detail::make_status(detail::on_current(
+        [=](faio_runtime rt, faio_done_fn cb, void *arg) { return faio_close(rt, fd, cb, arg); }));
 }
 
 } // namespace faio

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <span>
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -414,6 +416,9 @@ faio::task<> lock_on_orphan(faio::mutex &m)
     auto g = co_await faio::lock(m); // the mutex's runtime is gone
 }
 
+// A mutex whose runtime was freed belongs to another runtime than the
+// caller's: the lock is refused before faio is asked, so FAIO_EINVAL rather
+// than the FAIO_ESHUTDOWN that faio_mutex_lock gives (test_errors.c).
 void test_shutdown_errors(faio::runtime &rt)
 {
     faio::runtime doomed(1);
@@ -421,7 +426,7 @@ void test_shutdown_errors(faio::runtime &rt)
     doomed.close();
     // Held, so the lock cannot be taken at once and must be requested.
     CHECK(orphan.try_lock());
-    CHECK_THROWS(faio::block_on(rt, lock_on_orphan(orphan)), FAIO_ESHUTDOWN);
+    CHECK_THROWS(faio::block_on(rt, lock_on_orphan(orphan)), FAIO_EINVAL);
     orphan.unlock();
 }
 
@@ -504,6 +509,150 @@ void test_sleep_of_another_runtime(faio::runtime &rt)
     CHECK(faio::block_on(rt, sleep_on(rt.get())) == 1);
 }
 
+// ---- mutexes, channels and I/O of another runtime ----
+
+faio::task<> lock_once(faio::mutex &mu)
+{
+    auto g = co_await faio::lock(mu);
+}
+
+faio::task<> lock_handle_once(faio_mutex m)
+{
+    auto g = co_await faio::lock(m);
+}
+
+// A coroutine of one runtime that waited for a mutex of another would be
+// resumed by that runtime's worker after faio::block_on had given up on it
+// (FAIO_EINTERNAL), writing into the block_on's freed stack frame. The lock
+// refuses instead, free mutex or held, and requests nothing.
+void test_mutex_of_another_runtime(faio::runtime &rt)
+{
+    faio::runtime other(1);
+    faio::mutex mu(other);
+    faio_runtime of{};
+    CHECK(faio_mutex_runtime(mu.get(), &of) == 0 && of.h == other.get().h);
+    CHECK(mu.made_on().h == other.get().h);
+
+    // Free: the lock would be taken at once.
+    CHECK_THROWS(faio::block_on(rt, lock_once(mu)), FAIO_EINVAL);
+    CHECK_THROWS(faio::block_on(rt, lock_handle_once(mu.get())), FAIO_EINVAL);
+    CHECK(mu.try_lock()); // the refused locks took nothing
+    // Held: the lock would wait, then complete on other's worker.
+    CHECK_THROWS(faio::block_on(rt, lock_once(mu)), FAIO_EINVAL);
+    CHECK_THROWS(faio::block_on(rt, lock_handle_once(mu.get())), FAIO_EINVAL);
+    mu.unlock();
+    CHECK(mu.try_lock()); // no refused lock was queued to receive it
+    mu.unlock();
+
+    // Its own runtime's coroutines lock it; a bad handle is still that.
+    faio::block_on(other, lock_once(mu));
+    faio::block_on(other, lock_handle_once(mu.get()));
+    CHECK_THROWS(faio::block_on(rt, lock_handle_once(faio_mutex{})), FAIO_EBADHANDLE);
+    CHECK(mu.try_lock());
+    mu.unlock();
+}
+
+faio::task<bool> send_once(faio::channel<int> &ch, int v)
+{
+    co_return co_await ch.send(v);
+}
+
+faio::task<std::optional<int>> recv_once(faio::channel<int> &ch)
+{
+    co_return co_await ch.recv();
+}
+
+// The same for channels: a refused send leaves its value with the caller,
+// a refused receive takes nothing, whether or not they would have waited.
+void test_channel_of_another_runtime(faio::runtime &rt)
+{
+    faio::runtime other(1);
+    faio::channel<int> ch(other, 1);
+    faio_runtime of{};
+    CHECK(faio_chan_runtime(ch.get(), &of) == 0 && of.h == other.get().h);
+    CHECK(ch.made_on().h == other.get().h);
+
+    // Room to send, a value to take: both would complete at once.
+    CHECK_THROWS(faio::block_on(rt, send_once(ch, 1)), FAIO_EINVAL);
+    CHECK(!ch.try_recv()); // 1 was not sent
+    CHECK(ch.try_send(2));
+    CHECK_THROWS(faio::block_on(rt, recv_once(ch)), FAIO_EINVAL);
+    // Full, then empty: both would wait, then complete on other's worker.
+    CHECK_THROWS(faio::block_on(rt, send_once(ch, 3)), FAIO_EINVAL);
+    CHECK(ch.try_recv() == 2); // the refused receive did not take it
+    CHECK(!ch.try_recv());     // and 3 is not waiting to be delivered
+    CHECK_THROWS(faio::block_on(rt, recv_once(ch)), FAIO_EINVAL);
+    CHECK(ch.try_send(4));
+    CHECK(ch.try_recv() == 4); // no refused receive was queued to take it
+
+    // Its own runtime's coroutines use it.
+    CHECK(faio::block_on(other, send_once(ch, 5)));
+    CHECK(faio::block_on(other, recv_once(ch)) == 5);
+}
+
+using pipe_buffer = std::array<char, 8>;
+using read_op = decltype(faio::read(0, std::declval<pipe_buffer &>()));
+using sleep_op = decltype(faio::sleep(1ms));
+
+// made_elsewhere holds awaitables made in a coroutine of one runtime and
+// awaited in a coroutine of another.
+struct made_elsewhere {
+    pipe_buffer buf{};
+    std::optional<read_op> read;
+    std::optional<sleep_op> sleep;
+};
+
+faio::task<> make_ops(made_elsewhere &m, int fd)
+{
+    m.read.emplace(faio::read(fd, m.buf));
+    m.sleep.emplace(faio::sleep(1ms));
+    co_return;
+}
+
+faio::task<std::size_t> await_read(made_elsewhere &m, faio_runtime want)
+{
+    std::size_t n = co_await std::move(*m.read);
+    CHECK(faio::current().h == want.h);
+    co_return n;
+}
+
+faio::task<> await_sleep(made_elsewhere &m, faio_runtime want)
+{
+    co_await std::move(*m.sleep);
+    CHECK(faio::current().h == want.h);
+}
+
+// The awaitables that name no runtime run on the runtime of the coroutine
+// that awaits them, not the one that made them: a read made on another
+// runtime's worker, awaited by a coroutine of rt, used to complete on the
+// other runtime, as a foreign mutex did.
+void test_io_made_on_another_runtime(faio::runtime &rt)
+{
+    faio::runtime other(1);
+    int p[2];
+    CHECK(::pipe(p) == 0);
+    made_elsewhere m;
+    faio::block_on(other, make_ops(m, p[0]));
+    // The read waits for the writer, so it is pending when block_on checks.
+    std::thread writer([&] {
+        std::this_thread::sleep_for(20ms);
+        CHECK(::write(p[1], "hello", 5) == 5);
+    });
+    std::size_t n = 0;
+    int code = 0;
+    try {
+        n = faio::block_on(rt, await_read(m, rt.get()));
+    } catch (const faio::error &e) {
+        code = e.code(); // FAIO_EINTERNAL: the read completed elsewhere
+    }
+    writer.join();
+    CHECK(code == 0);
+    CHECK(n == 5 && std::memcmp(m.buf.data(), "hello", 5) == 0);
+    CHECK_THROWS(faio::block_on(rt, await_sleep(m, rt.get())), 0);
+    ::close(p[0]);
+    ::close(p[1]);
+}
+
 } // namespace
 
 int main()
@@ -523,6 +672,11 @@ int main()
     run_test("c++: two runtimes", test_two_runtimes);
     run_test("c++: spawned tasks waiting at shutdown end quietly", test_spawned_tasks_at_shutdown);
     run_test("c++: a sleep of another runtime is refused", [&] { test_sleep_of_another_runtime(rt); });
+    run_test("c++: a lock of another runtime's mutex is refused", [&] { test_mutex_of_another_runtime(rt); });
+    run_test("c++: send and recv on another runtime's channel are refused",
+             [&] { test_channel_of_another_runtime(rt); });
+    run_test("c++: I/O and sleep made on another runtime run on their awaiter's",
+             [&] { test_io_made_on_another_runtime(rt); });
     std::printf("c++: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
