@@ -37,8 +37,10 @@
 // faio::block_on; one leaving a task started by faio::spawn calls
 // std::terminate, as one leaving a std::thread does, except the
 // faio::error FAIO_ECANCELED that the runtime's shutdown gives every
-// pending operation: it ends a spawned task quietly, so that destroying a
-// runtime with background tasks still waiting is a normal shutdown.
+// pending operation and the FAIO_ESHUTDOWN with which it refuses the
+// operations started meanwhile: they end a spawned task quietly, so that
+// destroying a runtime with background tasks still running is a normal
+// shutdown.
 //
 // A coroutine awaits only operations of its own runtime: one of another
 // runtime would resume it on that runtime's worker, outside the
@@ -305,15 +307,19 @@ struct detached {
     std::coroutine_handle<promise_type> h;
 };
 
-// run_spawned runs a task started by faio::spawn. The FAIO_ECANCELED that
-// the runtime's shutdown gives every pending operation ends the task
-// quietly: ~runtime waits for the task, which must not end the process.
+// run_spawned runs a task started by faio::spawn. The runtime's shutdown
+// ends the task quietly, whether it finds it waiting (FAIO_ECANCELED) or
+// running, about to start an operation (FAIO_ESHUTDOWN): ~runtime waits for
+// the task, which must not end the process. An await's FAIO_ESHUTDOWN is
+// the task's own runtime's, as a coroutine awaits only operations of its
+// own runtime; the one of a faio::spawn onto another runtime, or of a mutex
+// or channel made on one, ends the task quietly too.
 inline detached run_spawned(task<void> t)
 {
     try {
         co_await std::move(t);
     } catch (const error &e) {
-        if (e.code() != FAIO_ECANCELED)
+        if (e.code() != FAIO_ECANCELED && e.code() != FAIO_ESHUTDOWN)
             throw;
     }
 }
