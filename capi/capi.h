@@ -17,9 +17,9 @@
  * through Go as integers, so Go never holds a value it could mistake for a
  * Go pointer.
  */
-void faiocall_task(uintptr_t fn, uintptr_t arg, uint64_t frame);
-void faiocall_done(uintptr_t fn, uintptr_t arg, int status, uint64_t frame);
-void faiocall_recv(uintptr_t fn, uintptr_t arg, uintptr_t item, int status, uint64_t frame);
-void faiocall_io(uintptr_t fn, uintptr_t arg, int64_t result, uint64_t frame);
+void faiocall_task(uintptr_t fn, uintptr_t arg, uint64_t frame, uint64_t rt);
+void faiocall_done(uintptr_t fn, uintptr_t arg, int status, uint64_t frame, uint64_t rt);
+void faiocall_recv(uintptr_t fn, uintptr_t arg, uintptr_t item, int status, uint64_t frame, uint64_t rt);
+void faiocall_io(uintptr_t fn, uintptr_t arg, int64_t result, uint64_t frame, uint64_t rt);
 
 #endif

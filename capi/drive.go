@@ -78,25 +78,25 @@ func spawnJob(ctx context.Context, s *rtState, j job, backlog *[]job) {
 
 func callTask(ctx context.Context, s *rtState, fn, arg uintptr) started {
 	f := s.frameFor(ctx)
-	C.faiocall_task(C.uintptr_t(fn), C.uintptr_t(arg), C.uint64_t(f.token))
+	C.faiocall_task(C.uintptr_t(fn), C.uintptr_t(arg), C.uint64_t(f.token), C.uint64_t(s.handle))
 	return f.take()
 }
 
 func callDone(ctx context.Context, s *rtState, cb, arg uintptr, status int32) started {
 	f := s.frameFor(ctx)
-	C.faiocall_done(C.uintptr_t(cb), C.uintptr_t(arg), C.int(status), C.uint64_t(f.token))
+	C.faiocall_done(C.uintptr_t(cb), C.uintptr_t(arg), C.int(status), C.uint64_t(f.token), C.uint64_t(s.handle))
 	return f.take()
 }
 
 func callRecv(ctx context.Context, s *rtState, cb, arg, item uintptr, status int32) started {
 	f := s.frameFor(ctx)
-	C.faiocall_recv(C.uintptr_t(cb), C.uintptr_t(arg), C.uintptr_t(item), C.int(status), C.uint64_t(f.token))
+	C.faiocall_recv(C.uintptr_t(cb), C.uintptr_t(arg), C.uintptr_t(item), C.int(status), C.uint64_t(f.token), C.uint64_t(s.handle))
 	return f.take()
 }
 
 func callIO(ctx context.Context, s *rtState, cb, arg uintptr, result int64) started {
 	f := s.frameFor(ctx)
-	C.faiocall_io(C.uintptr_t(cb), C.uintptr_t(arg), C.int64_t(result), C.uint64_t(f.token))
+	C.faiocall_io(C.uintptr_t(cb), C.uintptr_t(arg), C.int64_t(result), C.uint64_t(f.token), C.uint64_t(s.handle))
 	return f.take()
 }
 

@@ -38,16 +38,6 @@ func faiocgo_runtime_free(h, token C.uint64_t) C.int {
 	return C.int(freeRuntime(uint64(h), uint64(token)))
 }
 
-//export faiocgo_current
-func faiocgo_current(token C.uint64_t, out *C.uint64_t) C.int {
-	f := frameOf(uint64(token))
-	if f == nil {
-		return C.int(codeENOTWORKER)
-	}
-	*out = C.uint64_t(f.s.handle)
-	return C.int(codeOK)
-}
-
 //export faiocgo_spawn
 func faiocgo_spawn(h C.uint64_t, fn, arg C.uintptr_t, token C.uint64_t) C.int {
 	s, rc := runtimeOf(uint64(h))

@@ -31,37 +31,49 @@
  * callback), but the previous value is restored anyway.
  */
 static __thread uint64_t faio_tls_frame;
+/* The handle of that frame's runtime, for faio_current: answered here, in
+ * C, it costs no call into Go, which would double the cost of every await
+ * of faio.hpp that checks the caller's runtime. */
+static __thread uint64_t faio_tls_rt;
 
-FAIO_HIDDEN void faiocall_task(uintptr_t fn, uintptr_t arg, uint64_t frame)
+FAIO_HIDDEN void faiocall_task(uintptr_t fn, uintptr_t arg, uint64_t frame, uint64_t rt)
 {
-    uint64_t prev = faio_tls_frame;
+    uint64_t prev = faio_tls_frame, prev_rt = faio_tls_rt;
     faio_tls_frame = frame;
+    faio_tls_rt = rt;
     ((faio_task_fn)fn)((void *)arg);
     faio_tls_frame = prev;
+    faio_tls_rt = prev_rt;
 }
 
-FAIO_HIDDEN void faiocall_done(uintptr_t fn, uintptr_t arg, int status, uint64_t frame)
+FAIO_HIDDEN void faiocall_done(uintptr_t fn, uintptr_t arg, int status, uint64_t frame, uint64_t rt)
 {
-    uint64_t prev = faio_tls_frame;
+    uint64_t prev = faio_tls_frame, prev_rt = faio_tls_rt;
     faio_tls_frame = frame;
+    faio_tls_rt = rt;
     ((faio_done_fn)fn)((void *)arg, status);
     faio_tls_frame = prev;
+    faio_tls_rt = prev_rt;
 }
 
-FAIO_HIDDEN void faiocall_recv(uintptr_t fn, uintptr_t arg, uintptr_t item, int status, uint64_t frame)
+FAIO_HIDDEN void faiocall_recv(uintptr_t fn, uintptr_t arg, uintptr_t item, int status, uint64_t frame, uint64_t rt)
 {
-    uint64_t prev = faio_tls_frame;
+    uint64_t prev = faio_tls_frame, prev_rt = faio_tls_rt;
     faio_tls_frame = frame;
+    faio_tls_rt = rt;
     ((faio_recv_fn)fn)((void *)arg, (void *)item, status);
     faio_tls_frame = prev;
+    faio_tls_rt = prev_rt;
 }
 
-FAIO_HIDDEN void faiocall_io(uintptr_t fn, uintptr_t arg, int64_t result, uint64_t frame)
+FAIO_HIDDEN void faiocall_io(uintptr_t fn, uintptr_t arg, int64_t result, uint64_t frame, uint64_t rt)
 {
-    uint64_t prev = faio_tls_frame;
+    uint64_t prev = faio_tls_frame, prev_rt = faio_tls_rt;
     faio_tls_frame = frame;
+    faio_tls_rt = rt;
     ((faio_io_fn)fn)((void *)arg, result);
     faio_tls_frame = prev;
+    faio_tls_rt = prev_rt;
 }
 
 /* ---- library ---- */
@@ -138,11 +150,10 @@ int faio_current(faio_runtime *out)
 {
     if (out == NULL)
         return FAIO_EINVAL;
-    uint64_t h = 0;
-    int rc = faiocgo_current(faio_tls_frame, &h);
-    if (rc == 0)
-        out->h = h;
-    return rc;
+    if (faio_tls_frame == 0)
+        return FAIO_ENOTWORKER;
+    out->h = faio_tls_rt;
+    return FAIO_OK;
 }
 
 int faio_spawn(faio_runtime rt, faio_task_fn fn, void *arg)
