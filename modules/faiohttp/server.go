@@ -5,8 +5,8 @@
 // header syntax are net/http's, and checkRequest refuses what net/http's
 // server refuses after that (but a second Host header, which ReadRequest
 // hides). The response side follows net/http's rules where this file
-// says so; it does not yet chunk a body whose handler set
-// Transfer-Encoding itself, nor freeze the header at WriteHeader. The
+// says so (a handler's own Transfer-Encoding frames the body as in
+// net/http); it does not yet freeze the header at WriteHeader. The
 // connection's I/O runs on the io_uring of the task's worker, the task
 // suspending while it waits.
 //
@@ -659,7 +659,9 @@ func (w *response) Write(p []byte) (int, error) {
 			w.buf = append(w.buf, p...)
 			return len(p), nil
 		}
-		if nc, ok := w.c.rwc.(*aio.NetConn); ok && w.contentLength >= 0 && w.c.bw.Buffered() == 0 && w.req.Method != http.MethodHead {
+		// Not when the handler set a Transfer-Encoding: that body may
+		// be chunked whatever its length.
+		if nc, ok := w.c.rwc.(*aio.NetConn); ok && w.contentLength >= 0 && w.c.bw.Buffered() == 0 && w.req.Method != http.MethodHead && !hasKey(w.header, "Transfer-Encoding") {
 			return w.sendVectored(nc, p)
 		}
 		if err := w.sendHeader(false, p, w.c.bw); err != nil {
@@ -722,9 +724,10 @@ func (w *response) Flush() {
 // followed by more (Content-Type is sniffed from what goes out first). A
 // HEAD request's response is framed as its GET's would be where the length
 // is known, and not at all otherwise, as net/http does. The headers the
-// server adds (Date, Content-Type, Content-Length) go straight to out after
-// the handler's, as net/http writes them, instead of into the handler's
-// map: a response costs no header allocation beyond what the handler made.
+// server adds (Date, Content-Type, Content-Length, Transfer-Encoding) go
+// straight to out after the handler's, as net/http writes them, instead of
+// into the handler's map: a response costs no header allocation beyond
+// what the handler made.
 func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 	w.buffering = false
 	w.wroteHeader = true
@@ -740,24 +743,46 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 	if bodyAllowed(w.status) && len(sniff) > 0 && !hasKey(h, "Content-Type") && !hasKey(h, "Transfer-Encoding") {
 		contentType = http.DetectContentType(sniff)
 	}
+	// The framing, decided as net/http's chunkWriter.writeHeader does. A
+	// Transfer-Encoding of the handler's own overrides its Content-Length
+	// (which still bounds its writes) and the one the server would add;
+	// "chunked" the server writes itself, "identity" means up to the
+	// connection's close.
+	te := headerValue(h, "Transfer-Encoding")
+	hasLength := w.contentLength >= 0
+	if hasLength && te != "" && te != "identity" {
+		w.c.srv.logf("faiohttp: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", te, w.contentLength)
+		h.Del("Content-Length")
+		hasLength = false
+	}
 	contentLength := -1
+	var transferEncoding string
 	switch {
 	case !bodyAllowed(w.status):
 		h.Del("Content-Length")
 		h.Del("Transfer-Encoding")
-	case w.contentLength >= 0:
-	case final:
+	case hasLength:
+		h.Del("Transfer-Encoding")
+	case final && te == "":
 		w.contentLength = int64(len(w.buf))
 		if w.req.Method != http.MethodHead || len(w.buf) > 0 {
 			contentLength = len(w.buf)
 		}
 	case w.req.Method == http.MethodHead:
 		// The header of a body that is never sent: no framing.
+		h.Del("Transfer-Encoding")
+	case w.req.ProtoAtLeast(1, 1) && te == "identity":
+		w.closeAfter = true
+		h.Del("Transfer-Encoding")
 	case w.req.ProtoAtLeast(1, 1):
 		w.chunked = true
-		h.Set("Transfer-Encoding", "chunked")
+		transferEncoding = "chunked"
+		if te == "chunked" {
+			h.Del("Transfer-Encoding")
+		}
 	default:
 		w.closeAfter = true
+		h.Del("Transfer-Encoding")
 	}
 	if w.req.Close || hasKey(h, "Connection") && strings.EqualFold(h.Get("Connection"), "close") {
 		w.closeAfter = true
@@ -800,6 +825,11 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 		tail = strconv.AppendInt(tail, int64(contentLength), 10)
 		tail = append(tail, "\r\n"...)
 	}
+	if transferEncoding != "" {
+		tail = append(tail, "Transfer-Encoding: "...)
+		tail = append(tail, transferEncoding...)
+		tail = append(tail, "\r\n"...)
+	}
 	tail = append(tail, "\r\n"...)
 	_, err := out.Write(tail)
 	return err
@@ -814,6 +844,15 @@ type headerWriter interface {
 }
 
 var headerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// headerValue returns the first value of h's key, given in canonical form,
+// without Get's canonicalisation.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // hasKey reports whether h has key, given in canonical form, without
 // Get's canonicalisation.
