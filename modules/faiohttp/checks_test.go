@@ -17,7 +17,7 @@ import (
 
 // startFaio serves h with a faiohttp Server (adjusted by cfg) and returns
 // its address and the server.
-func startFaio(t *testing.T, h http.Handler, cfg func(*Server)) (string, *Server) {
+func startFaio(t testing.TB, h http.Handler, cfg func(*Server)) (string, *Server) {
 	t.Helper()
 	rt := newRuntime(t)
 	ctx := runtime.WithRuntime(context.Background(), rt)

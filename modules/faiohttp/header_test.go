@@ -86,6 +86,53 @@ var headerCases = map[string]http.HandlerFunc{
 		w.Header().Set("Transfer-Encoding", "identity")
 		io.WriteString(w, "until the close")
 	},
+	// The header is frozen at WriteHeader, explicit or implied by the
+	// first Write: what the handler changes afterwards, even a value in
+	// place, is not sent. It was, up to the header's actual send (found
+	// by a reviewer).
+	"/late-header": func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Before", "kept")
+		h.Set("X-Changed", "before")
+		w.WriteHeader(http.StatusAccepted)
+		h.Set("X-After", "dropped")
+		h.Del("X-Before")
+		h["X-Changed"][0] = "after"
+		h.Set("Content-Type", "application/late")
+		io.WriteString(w, "late")
+	},
+	"/late-after-write": func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		io.WriteString(w, "first")
+		h.Set("X-After", "dropped")
+		h.Set("Content-Length", "5")
+	},
+	"/late-large": func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("g"), 10000))
+		w.Header().Set("X-After", "dropped")
+		w.Write(bytes.Repeat([]byte("h"), 10000))
+	},
+	// Trailers, as net/http sends them: declared in "Trailer" (but for
+	// the ones a trailer must not be), or set with http.TrailerPrefix,
+	// before or after WriteHeader; either forces a chunked body.
+	"/trailer-declared": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Sum, Cache-Control")
+		w.Header().Add("Trailer", "X-Count")
+		io.WriteString(w, "counted")
+		w.Header().Set("X-Sum", "42")
+		w.Header().Set("X-Count", "1")
+		w.Header().Set("Cache-Control", "no-store")
+	},
+	"/trailer-prefix": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(http.TrailerPrefix+"X-Early", "set before")
+		io.WriteString(w, "small")
+		w.Header().Set(http.TrailerPrefix+"X-Late", "set after")
+	},
+	"/trailer-prefix-late": func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "streamed")
+		w.(http.Flusher).Flush()
+		w.Header().Set(http.TrailerPrefix+"X-Late", "set after the flush")
+	},
 }
 
 // The headers faiohttp writes itself (Date, Content-Type, Content-Length,
@@ -127,10 +174,10 @@ func TestHeadersMatchNetHTTP(t *testing.T) {
 				continue
 			}
 			if got.status != want.status || got.body != want.body || !reflect.DeepEqual(got.header, want.header) ||
-				got.framing != want.framing || got.next != want.next {
-				t.Errorf("%s %s:\nfaiohttp %q, %d body bytes, %v, %s, then %q\nnet/http %q, %d body bytes, %v, %s, then %q", method, path,
-					got.status, len(got.body), got.header, got.framing, got.next,
-					want.status, len(want.body), want.header, want.framing, want.next)
+				got.framing != want.framing || !reflect.DeepEqual(got.trailer, want.trailer) || got.next != want.next {
+				t.Errorf("%s %s:\nfaiohttp %q, %d body bytes, %v, %s, trailer %v, then %q\nnet/http %q, %d body bytes, %v, %s, trailer %v, then %q", method, path,
+					got.status, len(got.body), got.header, got.framing, got.trailer, got.next,
+					want.status, len(want.body), want.header, want.framing, want.trailer, want.next)
 			}
 			if path == "/dated" {
 				if d := got.dates; len(d) != 1 || d[0] != "Mon, 02 Jan 2006 15:04:05 GMT" {
@@ -158,14 +205,15 @@ func TestHeadersMatchNetHTTP(t *testing.T) {
 // rawResponse is a response as it came over the wire: the status line,
 // the header without Date, the Date values, the body, how it was framed
 // (http.ReadResponse takes Transfer-Encoding, and Content-Length when
-// chunked, out of the header), and what a second request on the same
-// connection got.
+// chunked, out of the header), the trailer, and what a second request on
+// the same connection got.
 type rawResponse struct {
 	status  string
 	header  http.Header
 	dates   []string
 	body    string
 	framing string
+	trailer http.Header
 	next    string
 }
 
@@ -196,7 +244,8 @@ func rawRequest(addr, method, path string) (rawResponse, error) {
 	dates := resp.Header.Values("Date")
 	resp.Header.Del("Date")
 	r := rawResponse{status: resp.Status, header: resp.Header, dates: dates, body: string(body),
-		framing: fmt.Sprintf("length %d, transfer encoding %v, close %v", resp.ContentLength, resp.TransferEncoding, resp.Close)}
+		framing: fmt.Sprintf("length %d, transfer encoding %v, close %v", resp.ContentLength, resp.TransferEncoding, resp.Close),
+		trailer: resp.Trailer}
 	if resp.Close {
 		return r, nil
 	}

@@ -5,8 +5,8 @@
 // header syntax are net/http's, and checkRequest refuses what net/http's
 // server refuses after that (but a second Host header, which ReadRequest
 // hides). The response side follows net/http's rules where this file
-// says so (a handler's own Transfer-Encoding frames the body as in
-// net/http); it does not yet freeze the header at WriteHeader. The
+// says so: a handler's own Transfer-Encoding frames the body, the header
+// is frozen at WriteHeader and trailers are sent as in net/http. The
 // connection's I/O runs on the io_uring of the task's worker, the task
 // suspending while it waits.
 //
@@ -41,6 +41,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,6 +272,12 @@ type conn struct {
 	br     *bufio.Reader // over lr
 	bw     *bufio.Writer // over rwc
 	idle   atomic.Bool   // between requests: Shutdown may close it
+	// sent and sentValues hold the header of the response being sent,
+	// copied from the handler's at WriteHeader (response.snapshot); they
+	// are the connection's, reused from one response to the next, so
+	// that the copy allocates nothing once they have grown.
+	sent       http.Header
+	sentValues []string
 }
 
 // closeIfIdle closes the connection if it waits for a request.
@@ -588,10 +595,21 @@ func (e *expectContinue) Close() error { return e.r.Close() }
 // response is the http.ResponseWriter of one request. A body that the
 // handler finishes within the buffer gets a Content-Length; a longer one
 // is sent chunked (HTTP/1.1) or up to the connection's close (HTTP/1.0).
+//
+// The header sent is the handler's as it was at WriteHeader (explicit, or
+// implied by the first Write or Flush), as in net/http: the handler's map
+// is copied then into sent, which the server alone changes, and what the
+// handler does to its map afterwards is ignored, but for the trailers.
+// Those are sent after a chunked body, as net/http sends them: the final
+// values of the keys the header declared in "Trailer", and the keys the
+// handler set with http.TrailerPrefix.
 type response struct {
 	c             *conn
 	req           *http.Request
-	header        http.Header
+	header        http.Header // the handler's
+	sent          http.Header // the one sent: header at WriteHeader, c.sent
+	trailers      []string    // the keys sent declares in "Trailer"
+	trailerKeys   bool        // header had http.TrailerPrefix keys at WriteHeader
 	status        int
 	wroteHeader   bool // the status line and header are in bw
 	buf           []byte
@@ -630,14 +648,41 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.status = code
 	w.buffering = true
+	w.snapshot()
 	w.contentLength = -1
-	if cl := w.header.Get("Content-Length"); cl != "" {
+	if cl := headerValue(w.sent, "Content-Length"); cl != "" {
 		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
 			w.contentLength = n
 		} else {
-			w.header.Del("Content-Length")
+			w.c.srv.logf("faiohttp: invalid Content-Length of %q", cl)
+			w.sent.Del("Content-Length")
 		}
 	}
+}
+
+// snapshot copies the handler's header into the connection's sent, values
+// included (a handler may change a value in place), leaving out the keys
+// with http.TrailerPrefix, which name trailers. net/http clones the
+// header instead, an allocation per response whose handler touched it.
+func (w *response) snapshot() {
+	c := w.c
+	if c.sent == nil {
+		c.sent = make(http.Header, len(w.header))
+	} else {
+		clear(c.sent)
+	}
+	values := c.sentValues[:0]
+	for k, vv := range w.header {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			w.trailerKeys = true
+			continue
+		}
+		n := len(values)
+		values = append(values, vv...)
+		c.sent[k] = values[n:len(values):len(values)]
+	}
+	c.sentValues = values
+	w.sent = c.sent
 }
 
 func (w *response) Write(p []byte) (int, error) {
@@ -661,7 +706,7 @@ func (w *response) Write(p []byte) (int, error) {
 		}
 		// Not when the handler set a Transfer-Encoding: that body may
 		// be chunked whatever its length.
-		if nc, ok := w.c.rwc.(*aio.NetConn); ok && w.contentLength >= 0 && w.c.bw.Buffered() == 0 && w.req.Method != http.MethodHead && !hasKey(w.header, "Transfer-Encoding") {
+		if nc, ok := w.c.rwc.(*aio.NetConn); ok && w.contentLength >= 0 && w.c.bw.Buffered() == 0 && w.req.Method != http.MethodHead && !hasKey(w.sent, "Transfer-Encoding") {
 			return w.sendVectored(nc, p)
 		}
 		if err := w.sendHeader(false, p, w.c.bw); err != nil {
@@ -731,7 +776,13 @@ func (w *response) Flush() {
 func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 	w.buffering = false
 	w.wroteHeader = true
-	h := w.header
+	h := w.sent
+	for _, v := range h["Trailer"] {
+		forEachElement(v, w.declareTrailer)
+	}
+	// Trailers, declared or set with the prefix before WriteHeader, need
+	// a chunked body: no Content-Length of the server's (net/http's rule).
+	trailers := w.trailerKeys || len(h["Trailer"]) > 0
 	// What goes out first, up to the 512 bytes DetectContentType reads.
 	sniff := w.buf
 	if len(sniff) == 0 {
@@ -763,7 +814,7 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 		h.Del("Transfer-Encoding")
 	case hasLength:
 		h.Del("Transfer-Encoding")
-	case final && te == "":
+	case final && te == "" && !trailers:
 		w.contentLength = int64(len(w.buf))
 		if w.req.Method != http.MethodHead || len(w.buf) > 0 {
 			contentLength = len(w.buf)
@@ -922,12 +973,69 @@ func (w *response) finish() error {
 		w.buf = nil
 	}
 	if w.chunked {
-		w.c.bw.WriteString("0\r\n\r\n")
+		w.c.bw.WriteString("0\r\n")
+		w.writeTrailers()
+		w.c.bw.WriteString("\r\n")
 	}
 	if w.contentLength >= 0 && w.written < w.contentLength && w.req.Method != http.MethodHead {
 		w.closeAfter = true // the declared length was not honoured
 	}
 	return w.c.bw.Flush()
+}
+
+// declareTrailer notes a trailer that sent's "Trailer" declares, unless
+// RFC 9110 forbids it as a trailer (net/http's list).
+func (w *response) declareTrailer(key string) {
+	key = http.CanonicalHeaderKey(key)
+	if strings.HasPrefix(key, "If-") || forbiddenTrailers[key] {
+		return
+	}
+	w.trailers = append(w.trailers, key)
+}
+
+var forbiddenTrailers = map[string]bool{
+	"Authorization": true, "Cache-Control": true, "Connection": true, "Content-Encoding": true,
+	"Content-Length": true, "Content-Range": true, "Content-Type": true, "Expect": true,
+	"Host": true, "Keep-Alive": true, "Max-Forwards": true, "Pragma": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Proxy-Connection": true,
+	"Range": true, "Realm": true, "Te": true, "Trailer": true, "Transfer-Encoding": true,
+	"Www-Authenticate": true,
+}
+
+// writeTrailers writes the trailers after the last chunk: the handler's
+// values, now, of the keys declared, and of the keys with
+// http.TrailerPrefix, without it.
+func (w *response) writeTrailers() {
+	var t http.Header
+	for k, vv := range w.header {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			if t == nil {
+				t = http.Header{}
+			}
+			t[name] = vv
+		}
+	}
+	for _, k := range w.trailers {
+		for _, v := range w.header[k] {
+			if t == nil {
+				t = http.Header{}
+			}
+			t.Add(k, v)
+		}
+	}
+	if t != nil {
+		t.Write(w.c.bw)
+	}
+}
+
+// forEachElement calls fn for each non-empty element of the
+// comma-separated list v.
+func forEachElement(v string, fn func(string)) {
+	for f := range strings.SplitSeq(v, ",") {
+		if f = textproto.TrimString(f); f != "" {
+			fn(f)
+		}
+	}
 }
 
 func bodyAllowed(status int) bool {
