@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -213,5 +214,30 @@ func TestReadTimeoutCoversTheWholeRequest(t *testing.T) {
 	b, _ := io.ReadAll(c)
 	if strings.Contains(string(b), "read it all") {
 		t.Errorf("a request that took ~1.4s to arrive was read whole with ReadTimeout 1s: %q", b)
+	}
+}
+
+// Body.Close reads at most 256 KiB of what the handler left unread, as
+// net/http's does, and the connection closes after a response that says
+// so when more is left; a smaller rest is read, and the connection serves
+// the next request. Close read all of it, however large, or waited for
+// it: a handler that closed the body of an upload it refused hung until
+// the client gave up (found by a reviewer).
+func TestBodyCloseReadsABoundedRest(t *testing.T) {
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := r.Body.Close()
+		_, rerr := r.Body.Read(make([]byte, 1))
+		fmt.Fprintf(w, "%s closed: %v, then read: %v.", r.URL.Path, err, rerr)
+	}), nil)
+	// 10 MB declared, none sent: the response comes at once.
+	got := rawExchange(t, addr, "POST /large HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n", 10*time.Second)
+	if want := "/large closed: <nil>, then read: " + http.ErrBodyReadAfterClose.Error() + "."; !strings.HasSuffix(got, want) || !strings.Contains(got, "Connection: close\r\n") {
+		t.Errorf("Close of a 10 MB body not sent: %q, want the response at once, with Connection: close, ending %q", got, want)
+	}
+	// 100 kB, read by Close, and the next request on the connection.
+	got = rawExchange(t, addr, "POST /small HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("s", 100000)+
+		"GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 10*time.Second)
+	if !strings.Contains(got, "/small closed: <nil>") || !strings.Contains(got, "/next closed") {
+		t.Errorf("Close of a 100 kB body, then a GET: %q, want both answered", got)
 	}
 }

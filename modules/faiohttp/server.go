@@ -499,11 +499,13 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 	defer cancel()
 	req = req.WithContext(rctx)
 	w := &response{c: c, req: req, header: http.Header{}, status: 0}
-	if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+	if req.Body != nil && req.Body != http.NoBody {
+		w.reqBody = requestBody{src: req.Body, w: w, remaining: req.ContentLength}
 		// Not for a request without a body (net/http's rule too): its
 		// connection would close for want of a 100 Continue it never
 		// needed, losing the requests pipelined after it.
-		req.Body = &expectContinue{r: req.Body, w: w}
+		w.reqBody.continueOwed = req.ProtoAtLeast(1, 1) && strings.EqualFold(req.Header.Get("Expect"), "100-continue")
+		req.Body = &w.reqBody
 	}
 	handler := s.Handler
 	if handler == nil {
@@ -525,21 +527,22 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 	if w.abort {
 		return false
 	}
+	// The rest of the body must be read before the next request, and is
+	// if it is small (requestBody.Close); a larger one closes the
+	// connection instead, as in net/http. Before a response still
+	// whole in the buffer, so that it says so.
+	hasBody := w.reqBody.src != nil
+	if hasBody && !w.wroteHeader {
+		w.reqBody.Close()
+	}
 	if err := w.finish(); err != nil {
 		return false
 	}
-	// The rest of the body must be read before the next request; a
-	// large unread rest closes the connection instead, as net/http does.
-	if e, ok := req.Body.(*expectContinue); ok && !e.sent {
-		// The client waits for 100 Continue or this response, and may
-		// never send the body: the connection cannot be reused.
-		return false
-	}
-	if req.Body != nil {
-		if n, err := io.CopyN(io.Discard, req.Body, 256<<10+1); n > 256<<10 || (err != nil && err != io.EOF) {
+	if hasBody {
+		w.reqBody.Close()
+		if w.reqBody.unread {
 			return false
 		}
-		req.Body.Close()
 	}
 	// http.ReadRequest set req.Close for an HTTP/1.0 request without
 	// keep-alive; sendHeader set closeAfter for a body of unknown length
@@ -570,27 +573,76 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// expectContinue sends "100 Continue" before the first read of the body.
-type expectContinue struct {
-	r    io.ReadCloser
-	w    *response
-	sent bool
+// maxPostHandlerRead is how much of a request body the handler left
+// unread is read to keep the connection (net/http's
+// maxPostHandlerReadBytes, about a socket's buffer).
+const maxPostHandlerRead = 256 << 10
+
+// requestBody is the request's Body as the handler gets it, over
+// http.ReadRequest's. It sends "100 Continue" before the first read if the
+// client asked for it, and its Close reads at most maxPostHandlerRead of
+// what is left, where http.ReadRequest's read all of it, however large.
+type requestBody struct {
+	src          io.ReadCloser
+	w            *response
+	remaining    int64 // of the declared length; -1: chunked
+	continueOwed bool  // "100 Continue" is to be sent before the first read
+	sawEOF       bool
+	closed       bool
+	// unread says the body was closed before its end: the connection
+	// cannot serve another request.
+	unread bool
 }
 
-func (e *expectContinue) Read(p []byte) (int, error) {
-	if !e.sent {
-		e.sent = true
-		if !e.w.wroteHeader {
-			e.w.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-			if err := e.w.c.bw.Flush(); err != nil {
+func (b *requestBody) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.continueOwed {
+		b.continueOwed = false
+		if !b.w.wroteHeader {
+			b.w.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := b.w.c.bw.Flush(); err != nil {
 				return 0, err
 			}
 		}
 	}
-	return e.r.Read(p)
+	n, err := b.src.Read(p)
+	if b.remaining > 0 {
+		b.remaining -= int64(n)
+	}
+	if err == io.EOF {
+		b.sawEOF = true
+	}
+	return n, err
 }
 
-func (e *expectContinue) Close() error { return e.r.Close() }
+// Close reads what is left of the body, so that the connection can serve
+// the next request, if that is at most maxPostHandlerRead bytes; if more
+// is left, or the declared length says so, or the client waits for a
+// "100 Continue" before sending it, it stops there and the connection
+// closes after the response, as with net/http's server. Later reads
+// fail with http.ErrBodyReadAfterClose.
+func (b *requestBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	switch {
+	case b.sawEOF:
+		return nil
+	case b.continueOwed, b.remaining > maxPostHandlerRead:
+		b.unread = true
+		return nil
+	}
+	_, err := io.CopyN(io.Discard, b.src, maxPostHandlerRead)
+	if err == io.EOF {
+		b.sawEOF = true
+		return nil
+	}
+	b.unread = true // more is left, or the read failed
+	return err
+}
 
 // response is the http.ResponseWriter of one request. A body that the
 // handler finishes within the buffer gets a Content-Length; a longer one
@@ -610,6 +662,7 @@ type response struct {
 	sent          http.Header // the one sent: header at WriteHeader, c.sent
 	trailers      []string    // the keys sent declares in "Trailer"
 	trailerKeys   bool        // header had http.TrailerPrefix keys at WriteHeader
+	reqBody       requestBody // the request's Body, if it has one
 	status        int
 	wroteHeader   bool // the status line and header are in bw
 	buf           []byte
@@ -838,9 +891,10 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 	if w.req.Close || hasKey(h, "Connection") && strings.EqualFold(h.Get("Connection"), "close") {
 		w.closeAfter = true
 	}
-	if e, ok := w.req.Body.(*expectContinue); ok && !e.sent {
+	if w.reqBody.continueOwed || w.reqBody.unread {
 		// The client waits for 100 Continue or this response and may
-		// never send the body: the connection closes after the response
+		// never send the body, or the handler closed the body before
+		// its end: the connection closes after the response
 		// (serveRequest), which says so, as net/http's does.
 		w.closeAfter = true
 	}
