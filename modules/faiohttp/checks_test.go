@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -282,5 +283,36 @@ func TestRefusedUploadGetsTheResponse(t *testing.T) {
 	}
 	if len(failed) > 0 {
 		t.Errorf("%d of %d refused uploads did not get their response, with Connection: close:\n%s", len(failed), n, strings.Join(failed, "\n"))
+	}
+}
+
+// Shutdown does not wait for a TLS connection that has sent nothing: it
+// closes it, as an idle one. It waited for its handshake, which with no
+// timeout set never came (found by a reviewer).
+func TestShutdownClosesASilentTLSConnection(t *testing.T) {
+	cert, pool := selfSigned(t)
+	addr, srv := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}), func(s *Server) { s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}} })
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	// Accepted in order: once a later connection is served, the silent
+	// one has been accepted.
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "faio.test"}}
+	if got := get(t, &http.Client{Transport: tr}, "https://"+addr+"/"); got != "ok" {
+		t.Fatalf("GET over TLS: %q", got)
+	}
+	tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown with a TLS connection that sent nothing: %v", err)
+	}
+	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := silent.Read(make([]byte, 1)); isTimeout(err) {
+		t.Errorf("the silent connection is still open after Shutdown: %v", err)
 	}
 }

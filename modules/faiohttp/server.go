@@ -188,10 +188,12 @@ func (s *Server) track(c *conn, add bool) bool {
 	return true
 }
 
-// Shutdown stops accepting, closes idle connections, lets the requests in
-// flight finish (their connections close after the response) and waits
-// for them until ctx ends; then it returns ctx.Err() and the connections
-// still open are left to finish. Called from a task, the task suspends.
+// Shutdown stops accepting, closes idle connections (waiting for a
+// request, or TLS ones for their handshake's first byte), lets the
+// requests in flight finish (their connections close after the response)
+// and waits for them until ctx ends; then it returns ctx.Err() and the
+// connections still open are left to finish. Called from a task, the task
+// suspends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	lns, conns, done := s.stop(true)
 	for _, ln := range lns {
@@ -274,12 +276,28 @@ type conn struct {
 	bw     *bufio.Writer // over rwc
 	idle   atomic.Bool   // between requests: Shutdown may close it
 	linger bool          // the client may still be sending: see lingerClose
+	tlsIn  tlsTransport  // what the TLS connection runs over
 	// sent and sentValues hold the header of the response being sent,
 	// copied from the handler's at WriteHeader (response.snapshot); they
 	// are the connection's, reused from one response to the next, so
 	// that the copy allocates nothing once they have grown.
 	sent       http.Header
 	sentValues []string
+}
+
+// tlsTransport is the connection under TLS: bytes that arrive make the
+// connection busy, the handshake's first among them.
+type tlsTransport struct {
+	*aio.NetConn
+	idle *atomic.Bool
+}
+
+func (t *tlsTransport) Read(p []byte) (int, error) {
+	n, err := t.NetConn.Read(p)
+	if n > 0 {
+		t.idle.Store(false)
+	}
+	return n, err
 }
 
 // closeIfIdle closes the connection if it waits for a request.
@@ -307,7 +325,16 @@ func (c *conn) serve(ctx context.Context) {
 	c.rwc = c.nc
 	c.remote = c.nc.RemoteAddr().String()
 	if s.TLSConfig != nil {
-		tc := tls.Server(c.nc, s.TLSConfig)
+		// Idle, for Shutdown, until its first byte, as a plain one
+		// waiting for its first request: Shutdown waited for one that
+		// never sent its hello (found by a reviewer). net/http closes
+		// such a connection once it is 5 s old.
+		c.idle.Store(true)
+		if s.shutdown.Load() {
+			return
+		}
+		c.tlsIn = tlsTransport{NetConn: c.nc, idle: &c.idle}
+		tc := tls.Server(&c.tlsIn, s.TLSConfig)
 		if d := s.readHeaderTimeout(); d > 0 {
 			c.nc.SetDeadline(time.Now().Add(d))
 		}
