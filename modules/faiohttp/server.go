@@ -456,6 +456,11 @@ func (c *conn) badRequest(err error) {
 		c.linger = true // the rest of the header is on its way
 	case isTimeout(err), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		return // the client went away or was too slow: nothing to say
+	case fmt.Sprintf("%T", err) == "*http.unsupportedTEError":
+		// A Transfer-Encoding other than one "chunked": RFC 9112 6.1
+		// says 501, as net/http answers (which tests for that type; it
+		// is unexported). Without echoing the value.
+		code, text = http.StatusNotImplemented, "Unsupported transfer encoding"
 	default:
 		code, text = http.StatusBadRequest, "400 Bad Request"
 	}
