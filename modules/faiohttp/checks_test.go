@@ -78,6 +78,9 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		// A transfer coding it does not know: 501 (RFC 9112 6.1), not 400.
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "HTTP/1.1 501"},
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "HTTP/1.1 501"},
+		// An expectation it does not know: 417, not the handler.
+		{"POST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\nhi", "HTTP/1.1 417"},
+		{"GET / HTTP/1.1\r\nHost: a\r\nExpect: something\r\n\r\n", "HTTP/1.1 417"},
 	} {
 		got := rawExchange(t, addr, tc.req, 300*time.Millisecond)
 		var saw []string

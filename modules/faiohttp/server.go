@@ -539,6 +539,17 @@ func validHeaderValue(v string) bool {
 	return true
 }
 
+// hasToken reports whether the comma-separated list v has token, in any
+// case.
+func hasToken(v, token string) bool {
+	for f := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(textproto.TrimString(f), token) {
+			return true
+		}
+	}
+	return false
+}
+
 func isAlnum(b byte) bool {
 	return '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }
@@ -566,8 +577,17 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 		// Not for a request without a body (net/http's rule too): its
 		// connection would close for want of a 100 Continue it never
 		// needed, losing the requests pipelined after it.
-		w.reqBody.continueOwed = req.ProtoAtLeast(1, 1) && strings.EqualFold(req.Header.Get("Expect"), "100-continue")
+		w.reqBody.continueOwed = req.ProtoAtLeast(1, 1) && hasToken(req.Header.Get("Expect"), "100-continue")
 		req.Body = &w.reqBody
+	}
+	if e := req.Header.Get("Expect"); e != "" && !hasToken(e, "100-continue") {
+		// An expectation it cannot meet: 417, and the connection closes,
+		// as net/http answers (RFC 9110 10.1.1 allows it).
+		w.header.Set("Connection", "close")
+		w.WriteHeader(http.StatusExpectationFailed)
+		w.finish()
+		c.linger = w.reqBody.src != nil
+		return false
 	}
 	handler := s.Handler
 	if handler == nil {
