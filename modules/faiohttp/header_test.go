@@ -128,6 +128,18 @@ var headerCases = map[string]http.HandlerFunc{
 		io.WriteString(w, "small")
 		w.Header().Set(http.TrailerPrefix+"X-Late", "set after")
 	},
+	// An informational response is sent with the header as it is, but
+	// for Content-Length and Transfer-Encoding, which it cannot have
+	// (it went with them; found by a reviewer). http.ReadResponse
+	// returns it as the response, and the final one as the next.
+	"/early-hints": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.Header().Set("Content-Length", "5")
+		w.Header().Set("Transfer-Encoding", "chunked")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Transfer-Encoding")
+		io.WriteString(w, "hints")
+	},
 	"/trailer-prefix-late": func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "streamed")
 		w.(http.Flusher).Flush()
@@ -182,6 +194,12 @@ func TestHeadersMatchNetHTTP(t *testing.T) {
 			if path == "/dated" {
 				if d := got.dates; len(d) != 1 || d[0] != "Mon, 02 Jan 2006 15:04:05 GMT" {
 					t.Errorf("%s /dated: Date %q, want the handler's, once", method, d)
+				}
+				continue
+			}
+			if len(want.dates) == 0 { // an informational response
+				if len(got.dates) != 0 {
+					t.Errorf("%s %s: Date %q, want none", method, path, got.dates)
 				}
 				continue
 			}

@@ -774,10 +774,11 @@ func (w *response) WriteHeader(code int) {
 		panic(fmt.Sprintf("faiohttp: invalid WriteHeader code %v", code))
 	}
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
-		// An informational response goes out at once; the real one
-		// follows.
+		// An informational response goes out at once, with the header
+		// as it is but its framing (RFC 9110 8.6, 15.2: it has no
+		// body), as net/http sends it; the real one follows.
 		w.c.bw.Write(appendStatus(append(w.c.bw.AvailableBuffer(), "HTTP/1.1 "...), code))
-		w.header.Write(w.c.bw)
+		w.header.WriteSubset(w.c.bw, framingHeaders)
 		w.c.bw.WriteString("\r\n")
 		w.c.bw.Flush()
 		return
@@ -1030,6 +1031,10 @@ type headerWriter interface {
 	io.StringWriter
 	AvailableBuffer() []byte
 }
+
+// framingHeaders are the header keys that frame a body, left out of a
+// response without one.
+var framingHeaders = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
 
 var headerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
