@@ -706,3 +706,43 @@ func TestJoinHandleDoneBeforeAndAfterFinish(t *testing.T) {
 		}
 	}
 }
+
+// Each stall is reported, also that of a task that a worker runs next on
+// the same pooled coroutine within the same heartbeat: the watchdog took
+// that one for the stall it had reported already, and the task waiting in
+// the blocked worker's LIFO slot waited for the block to end. (Found when a
+// faiohttp handler blocked in a plain select held up the watch for its
+// client.) Here each of a chain of tasks spawns a child, which waits in its
+// worker's LIFO slot, and blocks its worker until the child has run; then
+// it spawns the next link and finishes, so that the next link runs on the
+// same worker, usually inline on the same coroutine.
+func TestStallOfTheNextTaskOnACoroutineIsReported(t *testing.T) {
+	var stalls atomic.Int32
+	rt := newRuntime(t, Config{Workers: 2, StallThreshold: 10 * time.Millisecond, OnStall: func(StallInfo) { stalls.Add(1) }})
+	const links = 6
+	failed := make(chan string, links)
+	var link func(i int) func(context.Context) (struct{}, error)
+	link = func(i int) func(context.Context) (struct{}, error) {
+		return func(ctx context.Context) (struct{}, error) {
+			ran := make(chan struct{})
+			Spawn(ctx, func(context.Context) (struct{}, error) { close(ran); return struct{}{}, nil })
+			select { // blocks the worker: the child must be taken by the other
+			case <-ran:
+			case <-time.After(3 * time.Second):
+				// The child runs once this worker is free again.
+				failed <- fmt.Sprintf("link %d: its child did not run within 3 s of its worker blocking (%d stalls reported)", i, stalls.Load())
+			}
+			if i+1 < links {
+				Spawn(ctx, link(i+1))
+			}
+			return struct{}{}, nil
+		}
+	}
+	if _, err := BlockOn(rt, link(0)); err != nil {
+		t.Fatal(err)
+	}
+	close(failed)
+	for msg := range failed {
+		t.Error(msg)
+	}
+}

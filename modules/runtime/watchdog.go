@@ -12,6 +12,12 @@ import (
 // awake and sleeps while all are parked).
 const MinStallThreshold = watchdog.MinThreshold
 
+// runSample is what a worker runs, for the watchdog: a task on a coroutine.
+type runSample struct {
+	c    *coro
+	task uint64 // c.taskID when sampled
+}
+
 // watchedWorkers shows the runtime's workers to its watchdog.
 type watchedWorkers Runtime
 
@@ -21,7 +27,15 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 	w := r.workers[i]
 	s := watchdog.Sample{Heartbeat: w.heartbeat.Load(), Parked: w.parked.Load()}
 	if c := w.current.Load(); c != nil {
-		s.Running = c
+		// The task as well as its coroutine: a worker runs task after
+		// task on one pooled coroutine, inline (runInline) or not, and
+		// the heartbeat moves only every heartbeatTicks ticks, so the
+		// coroutine alone made a stall of the next task there pass for
+		// the previous one's, reported already, and the tasks queued
+		// behind it waited for the stall to end (found when a faiohttp
+		// handler blocking in a plain select held up the watch for its
+		// client, spawned to its worker's LIFO slot).
+		s.Running = runSample{c, c.taskID.Load()}
 		s.Waiting = w.local.Len() + w.inbox.Len()
 		if w.pinned {
 			s.Waiting += int(w.mineLen.Load()) + w.placed.Len()
@@ -42,13 +56,14 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 // Stalled reports the stall and wakes a sleeper directly to steal the
 // waiting tasks: WorkerToNotify would decline while someone searches, but
 // the searchers may all be stuck behind this worker.
-func (r *watchedWorkers) Stalled(i int, running any, d time.Duration, waiting int) {
+func (r *watchedWorkers) Stalled(i int, what any, d time.Duration, waiting int) {
+	run := what.(runSample)
 	if f := r.cfg.OnStall; f != nil {
-		f(StallInfo{Worker: i, TaskID: running.(*coro).taskID.Load(), Running: d, Waiting: waiting})
+		f(StallInfo{Worker: i, TaskID: run.task, Running: d, Waiting: waiting})
 	}
 	// Thieves may now take the tasks not yet started from a pinned
 	// worker (see worker.stuck).
-	r.workers[i].stalledOn.Store(running.(*coro))
+	r.workers[i].stalledOn.Store(run.c)
 	for _, v := range r.workers {
 		if v.id != i && v.parked.Load() {
 			v.unpark()
