@@ -198,6 +198,28 @@ func (c *Conn) Read(ctx context.Context, b []byte) (int, error) {
 	return c.read(ctx, b)
 }
 
+// Peek waits, as Read does, until the connection has bytes to read or the
+// peer has closed its side, and copies up to len(b) of the waiting bytes
+// into b without consuming them (recv with MSG_PEEK): the next Read
+// returns them again. It returns 0 and io.EOF once the peer has closed its
+// side and nothing is left to read, and an error matching
+// syscall.ECONNRESET if the peer reset the connection. Peek takes its turn
+// with the reads: a Read waits while a Peek waits.
+//
+// A server watches with it for a client that goes away while a request is
+// being served, as net/http's background read does, without taking the
+// client's next request from the connection.
+func (c *Conn) Peek(ctx context.Context, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, err := c.xfer(ctx, &c.rl, &c.rop, uring.OpRecv, b, unix.MSG_PEEK, false)
+	if err != nil && err != io.EOF {
+		err = c.opError("read", err)
+	}
+	return n, err
+}
+
 // ReadFull reads exactly len(b) bytes, like io.ReadFull on the Conn: it
 // returns io.EOF if the stream ended before any byte, io.ErrUnexpectedEOF
 // if it ended part way, and otherwise n < len(b) only with an error. The
