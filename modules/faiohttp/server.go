@@ -6,8 +6,10 @@
 // server refuses after that (but a second Host header, which ReadRequest
 // hides). The response side follows net/http's rules where this file
 // says so: a handler's own Transfer-Encoding frames the body, the header
-// is frozen at WriteHeader and trailers are sent as in net/http. The
-// connection's I/O runs on the io_uring of the task's worker, the task
+// is frozen at WriteHeader and trailers are sent as in net/http. A
+// request's Context ends when the client closes or resets the connection
+// while its handler runs, as net/http's does (see requestContext for the
+// cost, and for the exception under TLS). The connection's I/O runs on the io_uring of the task's worker, the task
 // suspending while it waits.
 //
 //	srv := &faiohttp.Server{Handler: mux, ReadTimeout: 10 * time.Second}
@@ -568,11 +570,16 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 		st := tc.ConnectionState()
 		req.TLS = &st
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req = req.WithContext(rctx)
-	w := &response{c: c, req: req, header: http.Header{}, status: 0}
-	if req.Body != nil && req.Body != http.NoBody {
+	w := &response{c: c, header: http.Header{}, status: 0}
+	rc := &w.ctx
+	rc.Context, rc.cancel = context.WithCancel(ctx)
+	rc.conn, rc.task = c, ctx
+	defer rc.end()
+	req = req.WithContext(rc)
+	w.req = req
+	if req.Body == nil || req.Body == http.NoBody {
+		rc.bodyRead = true
+	} else {
 		w.reqBody = requestBody{src: req.Body, w: w, remaining: req.ContentLength}
 		// Not for a request without a body (net/http's rule too): its
 		// connection would close for want of a 100 Continue it never
@@ -606,6 +613,7 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 		}()
 		handler.ServeHTTP(w, req)
 	}()
+	rc.end()
 	if w.abort {
 		return false
 	}
@@ -694,8 +702,11 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	if b.remaining > 0 {
 		b.remaining -= int64(n)
 	}
-	if err == io.EOF {
-		b.sawEOF = true
+	if err == io.EOF || b.remaining == 0 {
+		if !b.sawEOF {
+			b.sawEOF = true
+			b.w.ctx.bodyDone()
+		}
 	}
 	return n, err
 }
@@ -721,10 +732,92 @@ func (b *requestBody) Close() error {
 	_, err := io.CopyN(io.Discard, b.src, maxPostHandlerRead)
 	if err == io.EOF {
 		b.sawEOF = true
+		b.w.ctx.bodyDone()
 		return nil
 	}
 	b.unread = true // more is left, or the read failed
 	return err
+}
+
+// requestContext is a request's Context. As net/http's, it is cancelled
+// when the handler returns, and when the client closes or resets the
+// connection while the handler runs, once the request's body has been
+// read (until then the client is still sending). The watch for the client
+// is a task whose Peek waits on the connection: a byte there is the
+// client's next request, which ends the watch and stays for the server to
+// read; an end or an error there cancels the request. It costs a task and
+// a receive, so it starts only once somebody has asked for Done (a select
+// on it, context.AfterFunc, a context derived with a cancel or a timeout,
+// a faio call that may wait): a handler that never looks pays nothing,
+// where net/http starts its background read for every request.
+//
+// Over TLS the watch sees the raw connection: a client that closes with a
+// close_notify alert has sent a byte, and is taken for one that sends its
+// next request; one that just closes or resets is seen.
+type requestContext struct {
+	context.Context // WithCancel of the connection task's context
+	cancel          context.CancelFunc
+	conn            *conn
+	task            context.Context // the connection's task, which the watch is spawned under
+	asked           atomic.Bool     // Done was called (set under mu)
+	mu              sync.Mutex
+	bodyRead        bool // the body is read to its end, or there is none
+	ended           bool // the handler has returned
+	watch           *runtime.JoinHandle[struct{}]
+}
+
+// Done returns the context's Done channel, and starts the watch for the
+// client if the body has been read.
+func (r *requestContext) Done() <-chan struct{} {
+	if !r.asked.Load() {
+		r.mu.Lock()
+		r.asked.Store(true)
+		r.startWatch()
+		r.mu.Unlock()
+	}
+	return r.Context.Done()
+}
+
+// bodyDone records that the body has been read to its end, on the
+// handler's side.
+func (r *requestContext) bodyDone() {
+	r.mu.Lock()
+	r.bodyRead = true
+	r.startWatch()
+	r.mu.Unlock()
+}
+
+// startWatch starts the watch for the client once both Done has been
+// asked for and the body read, unless the request is over; under mu.
+func (r *requestContext) startWatch() {
+	if !r.asked.Load() || !r.bodyRead || r.ended || r.watch != nil {
+		return
+	}
+	nc := r.conn.nc.Conn()
+	cancel := r.cancel
+	r.watch = runtime.Spawn(r.task, func(ctx context.Context) (struct{}, error) {
+		var b [1]byte
+		if n, _ := nc.Peek(ctx, b[:]); n == 0 && ctx.Err() == nil {
+			cancel() // the client went away, or Close or Shutdown closed the connection
+		}
+		return struct{}{}, nil
+	})
+}
+
+// end cancels the context once the handler has returned, and ends the
+// watch: its Peek no longer holds the connection's reads when the rest of
+// the body or the next request is read. A second call does nothing more.
+func (r *requestContext) end() {
+	r.mu.Lock()
+	r.ended = true
+	h := r.watch
+	r.watch = nil
+	r.mu.Unlock()
+	r.cancel()
+	if h != nil {
+		h.Cancel()
+		h.Join(r.task)
+	}
 }
 
 // response is the http.ResponseWriter of one request. A body that the
@@ -746,6 +839,7 @@ type response struct {
 	trailers      []string    // the keys sent declares in "Trailer"
 	trailerKeys   bool        // header had http.TrailerPrefix keys at WriteHeader
 	reqBody       requestBody // the request's Body, if it has one
+	ctx           requestContext
 	status        int
 	wroteHeader   bool // the status line and header are in bw
 	buf           []byte
