@@ -36,7 +36,7 @@ type Result struct {
 	Threads     int  `json:"threads,omitempty"`
 	IOWQThreads *int `json:"iowq_threads,omitempty"`
 	// W5b: the margin from the start of the run to the sleepers'
-	// deadline, in seconds: sleep_margin, or twice it where
+	// deadline, in seconds: sleep_margin, or twice or four times it where
 	// spawning took longer.
 	SleepMarginS float64 `json:"sleep_margin_s,omitempty"`
 	// Peak resident memory during the run (0: not available).

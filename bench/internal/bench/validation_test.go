@@ -210,7 +210,7 @@ func TestMassWakeRetriesWithALongerMargin(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name            string
-		first, second   time.Duration // spawning times of the two attempts
+		first, later    time.Duration // spawning times of the first attempt and the later ones
 		inProcess       bool
 		wantCalls       []string
 		wantMargin      time.Duration // 0: fails
@@ -218,12 +218,13 @@ func TestMassWakeRetriesWithALongerMargin(t *testing.T) {
 	}{
 		{"fits", time.Second, 0, false, []string{"here 1s"}, time.Second, ""},
 		{"overran once", 1500 * time.Millisecond, 1500 * time.Millisecond, false, []string{"here 1s", "child 2s"}, 2 * time.Second, ""},
-		{"overran twice", 3 * time.Second, 3 * time.Second, false, []string{"here 1s", "child 2s"}, 0, "past the deadline at 2s"},
+		{"overran twice", 3 * time.Second, 3 * time.Second, false, []string{"here 1s", "child 2s", "child 4s"}, 4 * time.Second, ""},
+		{"overran thrice", 5 * time.Second, 5 * time.Second, false, []string{"here 1s", "child 2s", "child 4s"}, 0, "past the deadline at 4s"},
 		{"child overran", 3 * time.Second, 0, true, []string{"here 1s"}, 0, "past the deadline at 1s"},
 	} {
 		calls = nil
 		env.InProcess = tc.inProcess
-		m, err := massWake(env, spawnTook("here", tc.first), spawnTook("child", tc.second))
+		m, err := massWake(env, spawnTook("here", tc.first), spawnTook("child", tc.later))
 		if !slices.Equal(calls, tc.wantCalls) {
 			t.Errorf("%s: attempts %q, want %q", tc.name, calls, tc.wantCalls)
 		}

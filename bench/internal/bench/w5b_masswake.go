@@ -20,26 +20,28 @@ import (
 //
 // Where creating the sleepers takes longer than SleepMargin (a host whose
 // page faults are slow needs about 15 s for the 3 GB of a million), the
-// attempt is dropped once its sleepers have woken, and the run makes one
-// more attempt with twice the margin; the JSON line records the margin
-// that held (sleep_margin_s). The second attempt runs in a fresh process,
-// as the first ran: in the process of a dropped attempt, Go keeps the
-// million dead goroutines (and their stacks) for reuse, and there the
-// wake-ups took 1.0-3.1 s where first attempts took 0.75-0.94 s. A child
-// reports failure only by its exit status, so a second overrun is the
-// child's error (its message, on stderr, names the margin).
+// attempt is dropped once its sleepers have woken, and the run makes
+// another attempt with twice the margin, up to massWakeAttempts in all;
+// the JSON line records the margin that held (sleep_margin_s). Each later
+// attempt runs in a fresh process: in the process of a dropped attempt,
+// Go keeps the million dead goroutines (and their stacks) for reuse, and
+// there the wake-ups took 1.0-3.1 s where first attempts took 0.75-0.94 s.
+// A child reports failure only by its exit status, so the last overrun is
+// the child's error (its message, on stderr, names the margin).
 
-// massWakeAttempts bounds the attempts of one W5b run: 15 s, then 30 s at
-// full size.
-const massWakeAttempts = 2
+// massWakeAttempts bounds the attempts of one W5b run: 15 s, 30 s, then
+// 60 s at full size. Two were not enough for CI's -quick run on a machine
+// loaded by other work (100,000 sleepers took 1.7 s, then 3.5 s, to
+// spawn: past 1.5 and 3 s).
+const massWakeAttempts = 3
 
 // errSpawnOverran reports an attempt whose spawning ended after its
 // deadline.
 var errSpawnOverran = errors.New("sleep_margin too short")
 
 // massWake runs attempt with SleepMargin here and, where the spawning
-// overran the margin, retry with twice the margin, up to massWakeAttempts
-// attempts in all. A child process (Env.InProcess) makes the one attempt
+// overran the margin, retry with twice the margin each time, up to
+// massWakeAttempts attempts in all. A child process (Env.InProcess) makes the one attempt
 // it was started for.
 func massWake(env *Env, attempt func(margin time.Duration) (Measurement, error), retry func(margin time.Duration) (Measurement, error)) (Measurement, error) {
 	margin := env.Sizes.SleepMargin

@@ -101,8 +101,8 @@ type Measurement struct {
 	// the work spread.
 	Polls, Steals []uint64
 	// SleepMargin is W5b's margin from the start of the run to the
-	// sleepers' deadline: sleep_margin, or twice it where
-	// spawning the sleepers took longer (see massWake).
+	// sleepers' deadline: sleep_margin, or twice or four times it
+	// where spawning the sleepers took longer (see massWake).
 	SleepMargin time.Duration
 }
 
