@@ -303,7 +303,7 @@ func (n *NetConn) ReadFrom(r io.Reader) (int64, error) {
 func (n *NetConn) sendFile(f *File, limit int64) (sent int64, handled bool, err error) {
 	ctx := n.wd.context()
 	if err := f.lockPos(ctx, "read"); err != nil {
-		return 0, true, expired(ctx, err)
+		return 0, true, expired(ctx, err, "readfrom", n.c.network, n.c.laddr, n.c.raddr)
 	}
 	defer f.unlockPos(ctx)
 	pos, err := unix.Seek(f.guard.fd, 0, io.SeekCurrent)
@@ -324,7 +324,7 @@ func (n *NetConn) sendFile(f *File, limit int64) (sent int64, handled bool, err 
 	if _, serr := unix.Seek(f.guard.fd, pos+sent, io.SeekStart); serr != nil && err == nil {
 		err = pathError("seek", f.name, serr)
 	}
-	return sent, true, expired(ctx, err)
+	return sent, true, expired(ctx, err, "readfrom", n.c.network, n.c.laddr, n.c.raddr)
 }
 
 var _ io.ReaderFrom = (*NetConn)(nil)

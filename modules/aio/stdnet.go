@@ -100,20 +100,36 @@ func (d *deadline) stop() {
 	}
 }
 
-// expired rewrites the error of an operation that ran with ctx when the
-// deadline ended it: the *net.OpError keeps its fields and carries
-// os.ErrDeadlineExceeded (Timeout() true), as package net reports it.
-func expired(ctx context.Context, err error) error {
-	if err == nil || !errors.Is(context.Cause(ctx), os.ErrDeadlineExceeded) {
+// expired returns the error of an operation that ran with ctx, a
+// direction's deadline context: a deadline error if the deadline ended the
+// operation, otherwise err as it is. Package net reports what the system
+// call returned (io.EOF, net.ErrClosed, ECONNRESET ...) and a deadline
+// error only for an operation the deadline ended, so the deadline having
+// passed by now is not enough: err must be (or wrap) ctx's own error,
+// which only the deadline causes. The deadline error is package net's: a
+// *net.OpError (err's fields, or op, network, source and addr when err is
+// none) whose Err is os.ErrDeadlineExceeded, Timeout() true.
+func expired(ctx context.Context, err error, op, network string, source, addr net.Addr) error {
+	if err == nil {
+		return nil
+	}
+	return deadlineErr(ctx, err, op, network, source, addr)
+}
+
+// deadlineErr is expired for a failed operation, out of line so that
+// expired stays small enough to inline.
+func deadlineErr(ctx context.Context, err error, op, network string, source, addr net.Addr) error {
+	cerr := ctx.Err()
+	if cerr == nil || !errors.Is(err, cerr) || !errors.Is(context.Cause(ctx), os.ErrDeadlineExceeded) {
 		return err
 	}
-	var op *net.OpError
-	if errors.As(err, &op) {
-		c := *op
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		c := *oe
 		c.Err = os.ErrDeadlineExceeded
 		return &c
 	}
-	return os.ErrDeadlineExceeded
+	return &net.OpError{Op: op, Net: network, Source: source, Addr: addr, Err: os.ErrDeadlineExceeded}
 }
 
 // NetConn is a Conn as a net.Conn, for code written against the standard
@@ -153,14 +169,14 @@ func (n *NetConn) Conn() *Conn { return n.c }
 func (n *NetConn) Read(b []byte) (int, error) {
 	ctx := n.rd.context()
 	r, err := n.c.Read(ctx, b)
-	return r, expired(ctx, err)
+	return r, expired(ctx, err, "read", n.c.network, n.c.laddr, n.c.raddr)
 }
 
 // Write writes all of b, like net.Conn.Write.
 func (n *NetConn) Write(b []byte) (int, error) {
 	ctx := n.wd.context()
 	w, err := n.c.Write(ctx, b)
-	return w, expired(ctx, err)
+	return w, expired(ctx, err, "write", n.c.network, n.c.laddr, n.c.raddr)
 }
 
 // Writev writes all of bufs, in order, with as few vectored sends as the
@@ -172,7 +188,7 @@ func (n *NetConn) Write(b []byte) (int, error) {
 func (n *NetConn) Writev(bufs [][]byte) (int, error) {
 	ctx := n.wd.context()
 	w, err := n.c.Writev(ctx, bufs)
-	return w, expired(ctx, err)
+	return w, expired(ctx, err, "writev", n.c.network, n.c.laddr, n.c.raddr)
 }
 
 // Close closes the connection; operations in flight fail with
@@ -228,7 +244,7 @@ func (n *NetListener) Accept() (net.Conn, error) {
 	ctx := n.ad.context()
 	c, err := n.l.Accept(ctx)
 	if err != nil {
-		return nil, expired(ctx, err)
+		return nil, expired(ctx, err, "accept", n.l.network, nil, n.l.addr)
 	}
 	return c.NetConn(), nil
 }
@@ -262,7 +278,7 @@ func (n *NetPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	ctx := n.rd.context()
 	r, from, err := n.c.ReadFrom(ctx, b)
 	if err != nil {
-		return r, nil, expired(ctx, err)
+		return r, nil, expired(ctx, err, "read", n.c.network, n.c.laddr, n.c.raddr)
 	}
 	return r, net.UDPAddrFromAddrPort(from), nil
 }
@@ -285,7 +301,7 @@ func (n *NetPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	}
 	ctx := n.wd.context()
 	w, err := n.c.WriteTo(ctx, b, to)
-	return w, expired(ctx, err)
+	return w, expired(ctx, err, "write", n.c.network, n.c.laddr, addr)
 }
 
 var errMissingAddress = errors.New("missing address")

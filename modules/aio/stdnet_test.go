@@ -273,6 +273,114 @@ func isTimeout(err error) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded) && errors.As(err, &ne) && ne.Timeout()
 }
 
+// deadlineOpError reports whether err is a deadline error as package net
+// gives it: a *net.OpError whose Timeout() is true and whose Err is
+// os.ErrDeadlineExceeded.
+func deadlineOpError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Timeout() && oe.Err == os.ErrDeadlineExceeded
+}
+
+// A deadline that has passed by the time an operation returns does not
+// replace what the operation returned: package net reports a deadline
+// error only for an operation the deadline ended. An operation on a closed
+// adapter fails with net.ErrClosed even past its deadline, a Read at the
+// end of the stream gives io.EOF or a timeout (never a bare
+// os.ErrDeadlineExceeded that hides the end), a Read that returns bytes
+// returns no error, and every deadline error is a timeout *net.OpError.
+func TestNetAdaptersDeadlineKeepsWhatTheOperationReturned(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend.String(), func(t *testing.T) {
+			rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: backend})
+			ctx := goroutineCtx(rt)
+			past := time.Now().Add(-time.Second)
+
+			// Closed past the deadline: net.ErrClosed, not a timeout.
+			c1, _, stop, err := netPipe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			c1.SetDeadline(past)
+			c1.Close()
+			buf := make([]byte, 8)
+			if _, err := c1.Read(buf); !errors.Is(err, net.ErrClosed) || isTimeout(err) {
+				t.Errorf("NetConn.Read after Close, past the deadline = %v, want net.ErrClosed", err)
+			}
+			if _, err := c1.Write(buf); !errors.Is(err, net.ErrClosed) || isTimeout(err) {
+				t.Errorf("NetConn.Write after Close, past the deadline = %v, want net.ErrClosed", err)
+			}
+			l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			nl := l.NetListener()
+			nl.SetDeadline(past)
+			nl.Close()
+			if _, err := nl.Accept(); !errors.Is(err, net.ErrClosed) || isTimeout(err) {
+				t.Errorf("NetListener.Accept after Close, past the deadline = %v, want net.ErrClosed", err)
+			}
+			u, err := ListenUDP(ctx, "udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pc := u.NetPacketConn()
+			pc.SetDeadline(past)
+			pc.Close()
+			if _, _, err := pc.ReadFrom(buf); !errors.Is(err, net.ErrClosed) || isTimeout(err) {
+				t.Errorf("NetPacketConn.ReadFrom after Close, past the deadline = %v, want net.ErrClosed", err)
+			}
+			if _, err := pc.WriteTo(buf, u.LocalAddr()); !errors.Is(err, net.ErrClosed) || isTimeout(err) {
+				t.Errorf("NetPacketConn.WriteTo after Close, past the deadline = %v, want net.ErrClosed", err)
+			}
+
+			// The end of the stream racing the deadline.
+			r, w, stop2, err := netPipe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop2()
+			w.Close()
+			odd := map[string]int{}
+			for i := range 5000 {
+				r.SetReadDeadline(time.Now().Add(time.Duration(i%40) * time.Microsecond))
+				if _, err := r.Read(buf); err != io.EOF && !deadlineOpError(err) {
+					odd[fmt.Sprintf("%T %v", err, err)]++
+				}
+			}
+			for k, v := range odd {
+				t.Errorf("%d of 5000 Reads at the end of the stream, its deadline passing meanwhile, returned %s; want io.EOF or a timeout *net.OpError", v, k)
+			}
+
+			// Bytes read as the deadline passes come without an error.
+			r2, w2, stop3, err := netPipe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop3()
+			// A deadline ending a waiting Read: a timeout *net.OpError.
+			r2.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+			if _, err := r2.Read(buf); !deadlineOpError(err) {
+				t.Errorf("NetConn.Read ended by its deadline = %#v, want a timeout *net.OpError", err)
+			}
+			if _, err := w2.Write(make([]byte, 2000)); err != nil {
+				t.Fatal(err)
+			}
+			for got, i := 0, 0; got < 2000; i++ {
+				r2.SetReadDeadline(time.Now().Add(time.Duration(i%40) * time.Microsecond))
+				n, err := r2.Read(buf[:1])
+				if n > 0 && err != nil {
+					t.Fatalf("Read returned %d bytes with %v", n, err)
+				}
+				if err != nil && !deadlineOpError(err) {
+					t.Fatalf("Read = %v, want nil or a timeout *net.OpError", err)
+				}
+				got += n
+			}
+		})
+	}
+}
+
 // bufio, io.Copy and crypto/tls run over faio connections, from tasks.
 func TestNetConnWithStandardLibrary(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{Workers: 2})
