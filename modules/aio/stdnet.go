@@ -22,11 +22,13 @@ import (
 // os.ErrDeadlineExceeded, which cancels the operations in the kernel (and
 // only returns once the kernel let go of their buffers, as any cancelled
 // faio operation). A new deadline after an expiry starts a fresh context.
+// Once the adapter is closed nothing arms a timer any more.
 type deadline struct {
-	cur   atomic.Pointer[deadlineCtx] // read by every operation
-	mu    sync.Mutex                  // orders set, stop and the timer
-	timer *time.Timer
-	seq   uint64 // bumped by every set: a timer of an older set does nothing
+	cur    atomic.Pointer[deadlineCtx] // read by every operation
+	mu     sync.Mutex                  // orders set, stop and the timer
+	timer  *time.Timer
+	seq    uint64 // bumped by every set: a timer of an older set does nothing
+	closed bool   // stop was called, or set found the descriptor closing
 }
 
 // deadlineCtx is one generation of a direction's context: it lives until
@@ -55,14 +57,24 @@ func (d *deadline) context() context.Context {
 	return d.cur.Load().ctx
 }
 
-// set moves the deadline to t (zero: none).
-func (d *deadline) set(t time.Time) {
+// set moves the deadline to t (zero: none). Once the adapter's Close has
+// stopped d, or g (the guard of the descriptor the deadline bounds) is
+// closing, it arms nothing and returns false, and the caller reports
+// net.ErrClosed as package net does. Close stops d under d.mu before it
+// closes the descriptor, so a set racing it either comes first, and its
+// timer is stopped, or finds d stopped.
+func (d *deadline) set(t time.Time, g *fdGuard) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.seq++
 	if d.timer != nil {
 		d.timer.Stop()
 		d.timer = nil
+	}
+	if d.closed || g.closing() {
+		// Closed under the adapter (Conn.Close): no timer from now on.
+		d.closed = true
+		return false
 	}
 	c := d.cur.Load()
 	if c == nil || c.ctx.Err() != nil {
@@ -72,12 +84,12 @@ func (d *deadline) set(t time.Time) {
 		d.cur.Store(c)
 	}
 	if t.IsZero() {
-		return
+		return true
 	}
 	wait := time.Until(t)
 	if wait <= 0 {
 		c.cancel(os.ErrDeadlineExceeded)
-		return
+		return true
 	}
 	seq := d.seq
 	d.timer = time.AfterFunc(wait, func() {
@@ -87,12 +99,14 @@ func (d *deadline) set(t time.Time) {
 			c.cancel(os.ErrDeadlineExceeded)
 		}
 	})
+	return true
 }
 
-// stop releases the timer (Close).
+// stop releases the timer for good (Close): later sets arm nothing.
 func (d *deadline) stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.closed = true
 	d.seq++
 	if d.timer != nil {
 		d.timer.Stop()
@@ -211,20 +225,39 @@ func (n *NetConn) LocalAddr() net.Addr { return n.c.LocalAddr() }
 // RemoteAddr returns the peer's address.
 func (n *NetConn) RemoteAddr() net.Addr { return n.c.RemoteAddr() }
 
-// SetDeadline sets the read and write deadlines.
+// SetDeadline sets the read and write deadlines. After Close it fails
+// with an error matching net.ErrClosed, as net.Conn's does.
 func (n *NetConn) SetDeadline(t time.Time) error {
-	n.rd.set(t)
-	n.wd.set(t)
+	if !n.rd.set(t, &n.c.guard) || !n.wd.set(t, &n.c.guard) {
+		return setClosed(&n.c.sock)
+	}
 	return nil
 }
 
 // SetReadDeadline sets the deadline of Read, including Reads already
 // waiting; the zero time clears it.
-func (n *NetConn) SetReadDeadline(t time.Time) error { n.rd.set(t); return nil }
+func (n *NetConn) SetReadDeadline(t time.Time) error {
+	if !n.rd.set(t, &n.c.guard) {
+		return setClosed(&n.c.sock)
+	}
+	return nil
+}
 
 // SetWriteDeadline sets the deadline of Write, including Writes already
 // waiting; the zero time clears it.
-func (n *NetConn) SetWriteDeadline(t time.Time) error { n.wd.set(t); return nil }
+func (n *NetConn) SetWriteDeadline(t time.Time) error {
+	if !n.wd.set(t, &n.c.guard) {
+		return setClosed(&n.c.sock)
+	}
+	return nil
+}
+
+// setClosed is the error of setting a deadline of a closed connection, as
+// package net gives it (net.conn's SetDeadline): a *net.OpError "set"
+// naming the local address and wrapping net.ErrClosed.
+func setClosed(s *sock) error {
+	return &net.OpError{Op: "set", Net: s.network, Source: nil, Addr: s.laddr, Err: net.ErrClosed}
+}
 
 // NetListener is a Listener as a net.Listener: Accept returns *NetConn
 // values, so http.Serve and gRPC servers can run on faio connections.
@@ -249,8 +282,15 @@ func (n *NetListener) Accept() (net.Conn, error) {
 	return c.NetConn(), nil
 }
 
-// SetDeadline bounds Accept, like net.TCPListener.SetDeadline.
-func (n *NetListener) SetDeadline(t time.Time) error { n.ad.set(t); return nil }
+// SetDeadline bounds Accept, like net.TCPListener.SetDeadline; after
+// Close it fails with net.ErrClosed itself, as net.TCPListener's and
+// net.UnixListener's do.
+func (n *NetListener) SetDeadline(t time.Time) error {
+	if !n.ad.set(t, &n.l.guard) {
+		return net.ErrClosed
+	}
+	return nil
+}
 
 // Close stops listening; an Accept in progress fails.
 func (n *NetListener) Close() error {
@@ -316,16 +356,28 @@ func (n *NetPacketConn) Close() error {
 // LocalAddr returns the local address.
 func (n *NetPacketConn) LocalAddr() net.Addr { return n.c.LocalAddr() }
 
-// SetDeadline sets the read and write deadlines.
+// SetDeadline sets the read and write deadlines. After Close it fails
+// with an error matching net.ErrClosed, as net.UDPConn's does.
 func (n *NetPacketConn) SetDeadline(t time.Time) error {
-	n.rd.set(t)
-	n.wd.set(t)
+	if !n.rd.set(t, &n.c.guard) || !n.wd.set(t, &n.c.guard) {
+		return setClosed(&n.c.sock)
+	}
 	return nil
 }
 
 // SetReadDeadline sets the deadline of ReadFrom, including calls already
 // waiting.
-func (n *NetPacketConn) SetReadDeadline(t time.Time) error { n.rd.set(t); return nil }
+func (n *NetPacketConn) SetReadDeadline(t time.Time) error {
+	if !n.rd.set(t, &n.c.guard) {
+		return setClosed(&n.c.sock)
+	}
+	return nil
+}
 
 // SetWriteDeadline sets the deadline of WriteTo.
-func (n *NetPacketConn) SetWriteDeadline(t time.Time) error { n.wd.set(t); return nil }
+func (n *NetPacketConn) SetWriteDeadline(t time.Time) error {
+	if !n.wd.set(t, &n.c.guard) {
+		return setClosed(&n.c.sock)
+	}
+	return nil
+}

@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -378,6 +379,106 @@ func TestNetAdaptersDeadlineKeepsWhatTheOperationReturned(t *testing.T) {
 				got += n
 			}
 		})
+	}
+}
+
+// timerArmed reports whether d has a deadline timer running.
+func timerArmed(d *deadline) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.timer != nil
+}
+
+// Setting a deadline on a closed adapter fails as package net's does (a
+// net.Conn's and a net.PacketConn's with a *net.OpError "set" wrapping
+// net.ErrClosed, a listener's with net.ErrClosed itself) and arms no timer,
+// also when the Conn was closed under the adapter and when Close races
+// the SetDeadline.
+func TestNetAdaptersSetDeadlineAfterClose(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	ctx := goroutineCtx(rt)
+	later := time.Now().Add(time.Hour)
+	wantSetErr := func(what string, err error, laddr net.Addr) {
+		t.Helper()
+		var oe *net.OpError
+		if !errors.As(err, &oe) || oe.Op != "set" || oe.Err != net.ErrClosed || oe.Source != nil || oe.Addr != laddr || oe.Net != laddr.Network() {
+			t.Errorf("%s after Close = %#v, want &net.OpError{Op: \"set\", Net: %q, Addr: %v, Err: net.ErrClosed}", what, err, laddr.Network(), laddr)
+		}
+	}
+
+	c1, c2, stop, err := netPipe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	nc := c1.(*NetConn)
+	nc.Close()
+	wantSetErr("NetConn.SetDeadline", nc.SetDeadline(later), nc.LocalAddr())
+	wantSetErr("NetConn.SetReadDeadline", nc.SetReadDeadline(later), nc.LocalAddr())
+	wantSetErr("NetConn.SetWriteDeadline", nc.SetWriteDeadline(later), nc.LocalAddr())
+	if timerArmed(&nc.rd) || timerArmed(&nc.wd) {
+		t.Error("a deadline set after Close armed a timer")
+	}
+	// Closed under the adapter: the Conn's Close.
+	nc2 := c2.(*NetConn)
+	nc2.Conn().Close(ctx)
+	wantSetErr("NetConn.SetReadDeadline (Conn closed)", nc2.SetReadDeadline(later), nc2.LocalAddr())
+	if timerArmed(&nc2.rd) {
+		t.Error("a deadline set after the Conn's Close armed a timer")
+	}
+
+	l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := l.NetListener()
+	nl.Close()
+	if err := nl.SetDeadline(later); err != net.ErrClosed {
+		t.Errorf("NetListener.SetDeadline after Close = %#v, want net.ErrClosed as net.TCPListener's", err)
+	}
+	if timerArmed(&nl.ad) {
+		t.Error("a listener's deadline set after Close armed a timer")
+	}
+
+	u, err := ListenUDP(ctx, "udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := u.NetPacketConn()
+	pc.Close()
+	wantSetErr("NetPacketConn.SetDeadline", pc.SetDeadline(later), pc.LocalAddr())
+	wantSetErr("NetPacketConn.SetReadDeadline", pc.SetReadDeadline(later), pc.LocalAddr())
+	wantSetErr("NetPacketConn.SetWriteDeadline", pc.SetWriteDeadline(later), pc.LocalAddr())
+	if timerArmed(&pc.rd) || timerArmed(&pc.wd) {
+		t.Error("a packet connection's deadline set after Close armed a timer")
+	}
+
+	// Close racing SetDeadline: whichever comes first, no timer is left.
+	for i := range 200 {
+		u, err := ListenUDP(ctx, "udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc := u.NetPacketConn()
+		started, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			close(started)
+			for range 1000 {
+				if pc.SetDeadline(later) != nil {
+					return
+				}
+			}
+		}()
+		<-started
+		if i%2 == 1 {
+			goruntime.Gosched()
+		}
+		pc.Close()
+		<-done
+		if timerArmed(&pc.rd) || timerArmed(&pc.wd) {
+			t.Fatalf("round %d: a deadline set as Close ran left a timer running", i)
+		}
 	}
 }
 
