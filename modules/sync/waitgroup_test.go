@@ -3,8 +3,11 @@ package sync
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/faio-go/faio/modules/runtime"
 )
@@ -103,6 +106,90 @@ func TestWaitGroupStress(t *testing.T) {
 			}
 		}
 		return nil
+	})
+}
+
+// The reuse loop `for { wg.Add(1); go work(); wg.Wait() }` with round 1's
+// Done paused between its two halves: the counter update (count.Add) and
+// the wake (reachedZero). Round 1's Wait sees zero and returns, round 2
+// Adds 1 and waits; then the paused Done resumes. Its wake is stale and
+// must not release round 2's Wait while the counter is 1. The test runs
+// the Done's halves itself, for a goroutine and for a task waiting.
+func TestWaitGroupStaleZeroDoesNotReleaseNextRound(t *testing.T) {
+	rt := newRuntime(t, 2)
+	for _, waiter := range []string{"goroutine", "task"} {
+		t.Run(waiter, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var wg WaitGroup
+			wg.Add(1)
+			wg.c.count.Add(-1) // round 1's Done, first half
+			if err := wg.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1) // round 2
+			res := make(chan error, 1)
+			if waiter == "goroutine" {
+				go func() { res <- wg.Wait(ctx) }()
+			} else {
+				h := runtime.SpawnOn(rt, func(ctx context.Context) (struct{}, error) {
+					return struct{}{}, wg.Wait(ctx)
+				})
+				go func() { _, err := h.Join(ctx); res <- err }()
+			}
+			for wg.c.nwait.Load() == 0 {
+				goruntime.Gosched()
+			}
+			wg.c.reachedZero() // round 1's Done, second half
+			select {
+			case err := <-res:
+				n := wg.c.count.Load()
+				wg.Done()
+				t.Fatalf("round 2's Wait returned %v with the counter at %d", err, n)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if n := wg.c.nwait.Load(); n != 1 {
+				t.Errorf("nwait = %d after the stale wake, want 1", n)
+			}
+			wg.Done() // round 2's Done releases it
+			select {
+			case err := <-res:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("round 2's Wait not released by round 2's Done")
+			}
+		})
+	}
+}
+
+// A Latch keeps its one-shot semantics with the re-check in reachedZero:
+// the count never rises again, so the CountDown that opens it wakes every
+// waiter, and a late reachedZero finds nobody left.
+func TestLatchOpensForAllWaiters(t *testing.T) {
+	rt := newRuntime(t, 2)
+	l := NewLatch(2)
+	run(t, rt, func(ctx context.Context) error {
+		h := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, spawnN(ctx, 3, func(ctx context.Context, _ int) error { return l.Wait(ctx) })
+		})
+		var gs goGroup
+		gs.Go(func() error { return l.Wait(context.Background()) })
+		waitUntil(ctx, func() bool { return l.c.nwait.Load() == 4 })
+		l.CountDown()
+		l.CountDown()
+		if _, err := h.Join(ctx); err != nil {
+			return err
+		}
+		if err := gs.Wait(ctx); err != nil {
+			return err
+		}
+		l.c.reachedZero() // a stale call is harmless
+		if n := l.c.nwait.Load(); n != 0 {
+			return fmt.Errorf("nwait = %d after opening", n)
+		}
+		return l.Wait(ctx)
 	})
 }
 
