@@ -99,7 +99,9 @@ const (
 	// with the schedule (the default).
 	Burst MissedTickBehavior = iota
 	// Delay restarts the schedule from now: the next tick is one period
-	// after the late one.
+	// after the late one was taken. As in tokio, a tick counts as late
+	// when it is taken more than 5 ms after its instant; one taken within
+	// that keeps the schedule, so timer jitter does not make it drift.
 	Delay
 	// Skip drops the missed ticks and keeps the original schedule: the next
 	// tick is the next multiple of the period after now.
@@ -119,6 +121,11 @@ type Interval struct {
 // ErrPeriod is returned by NewInterval for a period that is not positive.
 var ErrPeriod = errors.New("faio/runtime: interval period must be positive")
 
+// delayTolerance is how late a tick may be taken before an Interval with
+// MissedTickBehavior Delay counts it as late and restarts its schedule from
+// now: the 5 ms of tokio's Interval.
+const delayTolerance = 5 * time.Millisecond
+
 // NewInterval returns an Interval whose first tick is now.
 func NewInterval(period time.Duration, missed MissedTickBehavior) (*Interval, error) {
 	if period <= 0 {
@@ -137,17 +144,26 @@ func (iv *Interval) Tick(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	tick := iv.next
-	now := time.Now()
+	iv.next = iv.after(tick, time.Now())
+	return tick, nil
+}
+
+// after returns the instant of the tick that follows tick, taken at now.
+func (iv *Interval) after(tick, now time.Time) time.Time {
 	switch next := tick.Add(iv.period); {
-	case !next.Before(now) || iv.missed == Burst:
-		iv.next = next
 	case iv.missed == Delay:
-		iv.next = now.Add(iv.period)
+		// tokio's rule: late by more than the tolerance, even by
+		// less than a period, restarts the schedule from now.
+		if now.Sub(tick) > delayTolerance {
+			return now.Add(iv.period)
+		}
+		return next
+	case !next.Before(now) || iv.missed == Burst:
+		return next
 	default: // Skip
 		missed := now.Sub(tick) / iv.period
-		iv.next = tick.Add((missed + 1) * iv.period)
+		return tick.Add((missed + 1) * iv.period)
 	}
-	return tick, nil
 }
 
 // Reset restarts the schedule: the next tick is one period from now.
