@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -82,6 +83,40 @@ func TestIntervalDelayLateByLessThanPeriod(t *testing.T) {
 		return nil
 	}
 	if err := check(context.Background()); err != nil {
+		t.Errorf("goroutine: %v", err)
+	}
+	rt := newRuntime(t, Config{Workers: 1})
+	if _, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, check(ctx)
+	}); err != nil {
+		t.Errorf("task: %v", err)
+	}
+}
+
+// The zero Interval has no period. Its Tick returns ErrPeriod at once,
+// every time, whatever its MissedTickBehavior and also after Reset, instead
+// of "ticking" at once forever, which turned a loop over Tick into a spin.
+// From a plain goroutine and from a task.
+func TestIntervalZeroValue(t *testing.T) {
+	check := func(ctx context.Context) error {
+		for _, m := range []MissedTickBehavior{Burst, Delay, Skip} {
+			var iv Interval
+			iv.missed = m
+			for i := range 3 {
+				if i == 2 {
+					iv.Reset()
+				}
+				tick, err := iv.Tick(ctx)
+				if !errors.Is(err, ErrPeriod) || !tick.IsZero() {
+					return fmt.Errorf("missed=%d: Tick %d on the zero Interval = %v, %v; want the zero time, ErrPeriod", m, i, tick, err)
+				}
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := check(ctx); err != nil {
 		t.Errorf("goroutine: %v", err)
 	}
 	rt := newRuntime(t, Config{Workers: 1})

@@ -111,14 +111,16 @@ const (
 // Interval ticks every period; Tick waits for the next tick. The first tick
 // completes at once. Ticks are scheduled on the timer wheel of the worker
 // running the task. An Interval is used by one task (or goroutine) at a
-// time.
+// time. Create one with NewInterval: the zero Interval has no period, and
+// its Tick returns ErrPeriod.
 type Interval struct {
 	period time.Duration
 	next   time.Time
 	missed MissedTickBehavior
 }
 
-// ErrPeriod is returned by NewInterval for a period that is not positive.
+// ErrPeriod is returned by NewInterval for a period that is not positive, and
+// by Tick on an Interval not made by NewInterval (the zero Interval).
 var ErrPeriod = errors.New("faio/runtime: interval period must be positive")
 
 // delayTolerance is how late a tick may be taken before an Interval with
@@ -139,7 +141,12 @@ func NewInterval(period time.Duration, missed MissedTickBehavior) (*Interval, er
 
 // Tick waits for the next tick and returns the instant it was scheduled
 // for, or ctx.Err() if ctx is cancelled first (the tick is not consumed).
+// On the zero Interval it returns ErrPeriod at once.
 func (iv *Interval) Tick(ctx context.Context) (time.Time, error) {
+	if iv.period <= 0 {
+		// Without this the zero Interval would "tick" at once, forever.
+		return time.Time{}, ErrPeriod
+	}
 	if err := SleepUntil(ctx, iv.next); err != nil {
 		return time.Time{}, err
 	}
@@ -166,7 +173,8 @@ func (iv *Interval) after(tick, now time.Time) time.Time {
 	}
 }
 
-// Reset restarts the schedule: the next tick is one period from now.
+// Reset restarts the schedule: the next tick is one period from now. It does
+// not make the zero Interval usable: Tick still returns ErrPeriod.
 func (iv *Interval) Reset() { iv.next = time.Now().Add(iv.period) }
 
 // Timeout runs op with a context that expires after d: the per-call
