@@ -72,10 +72,19 @@ func (rw *RWMutex) TryRLock() bool {
 // RUnlock undoes one RLock. The last reader to leave hands the lock to the
 // oldest waiting writer. It panics if rw is not locked for reading.
 func (rw *RWMutex) RUnlock() {
-	s := rw.state.Add(-1)
-	if (s+1)&rwReaderMask == 0 {
-		rw.state.Add(1)
-		panic("faio/sync: RUnlock of unlocked RWMutex")
+	// Check before changing the state, never after: decrementing a zero
+	// reader count borrows into rwQueued and rwWriter, and anyone acting on
+	// that word before an undo (a Lock queueing, an Unlock checking) would
+	// be misled, and the undo would wipe the rwQueued a queueing Lock set.
+	var s int64
+	for {
+		old := rw.state.Load()
+		if old&rwReaderMask == 0 {
+			panic("faio/sync: RUnlock of unlocked RWMutex")
+		}
+		if s = old - 1; rw.state.CompareAndSwap(old, s) {
+			break
+		}
 	}
 	if s&rwReaderMask == 0 && s&rwQueued != 0 {
 		rw.mu.Lock()

@@ -3,7 +3,9 @@ package sync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	goruntime "runtime"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
@@ -377,4 +379,75 @@ func TestRWMutexMisusePanics(t *testing.T) {
 	if rw.TryLock() {
 		t.Fatal("TryLock on a read-locked RWMutex succeeded")
 	}
+}
+
+// RUnlock of an unlocked RWMutex panics without ever changing the state
+// word. Formerly it decremented first and undid that before panicking:
+// in between, the word read "writer, queued, every reader count bit set",
+// and a Lock queueing then had its rwQueued wiped by the undo and hung on
+// a free lock. A watcher reads the word while the misuse repeats: it must
+// never see the reader count underflow. The window was a few instructions
+// wide, so this is a race to catch it, bounded in time, with
+// a writer locking and unlocking alongside (its Unlock would also have
+// panicked if it read the word in the window).
+func TestRWMutexRUnlockMisuseLeavesStateAlone(t *testing.T) {
+	if goruntime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two Ps for the watcher to run alongside")
+	}
+	var rw RWMutex
+	var stop atomic.Bool
+	var underflows, misuses atomic.Int64
+	var g goGroup
+	g.Go(func() error { // watcher
+		for !stop.Load() {
+			if s := rw.state.Load(); s&rwReaderMask == rwReaderMask {
+				underflows.Add(1)
+			}
+		}
+		return nil
+	})
+	g.Go(func() (err error) { // writer
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("writer's Unlock panicked: %v", r)
+			}
+		}()
+		for i := 0; !stop.Load(); i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := rw.Lock(ctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("Lock %d: %w (state %#x)", i, err, rw.state.Load())
+			}
+			rw.Unlock()
+			goruntime.Gosched()
+		}
+		return nil
+	})
+	misuse := func() {
+		defer func() {
+			if r := recover(); r != "faio/sync: RUnlock of unlocked RWMutex" {
+				t.Errorf("recovered %v", r)
+			}
+		}()
+		rw.RUnlock()
+	}
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for underflows.Load() == 0 && time.Now().Before(deadline) {
+		misuse()
+		misuses.Add(1)
+	}
+	stop.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := underflows.Load(); n != 0 {
+		t.Fatalf("the state word showed an underflowed reader count %d times during %d misuses", n, misuses.Load())
+	}
+	if s := rw.state.Load(); s != 0 {
+		t.Fatalf("state %#x at the end", s)
+	}
+	t.Logf("%d misuses", misuses.Load())
 }
