@@ -194,3 +194,18 @@ func connPair(ctx context.Context, network, addr string) (client, server *Conn, 
 func peerGone(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
+
+// forBackendsAndCallers runs f as a subtest for each backend (io_uring
+// where the kernel allows it, and portable) and each kind of caller (a
+// plain goroutine, a task), named like "portable/task".
+func forBackendsAndCallers(t *testing.T, f func(t *testing.T, backend runtime.Backend, inTask bool)) {
+	for _, backend := range backends {
+		for _, inTask := range []bool{false, true} {
+			name := backend.String() + "/goroutine"
+			if inTask {
+				name = backend.String() + "/task"
+			}
+			t.Run(name, func(t *testing.T) { f(t, backend, inTask) })
+		}
+	}
+}

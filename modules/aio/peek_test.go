@@ -17,32 +17,24 @@ import (
 // from data; a cancelled Peek takes nothing either. On both backends, from
 // a task and from a plain goroutine.
 func TestPeek(t *testing.T) {
-	for _, backend := range []runtime.Backend{runtime.BackendAuto, runtime.BackendPortable} {
-		for _, inTask := range []bool{false, true} {
-			name := backend.String() + "/goroutine"
+	forBackendsAndCallers(t, func(t *testing.T, backend runtime.Backend, inTask bool) {
+		rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+		run := func(f func(ctx context.Context) error) {
+			t.Helper()
 			if inTask {
-				name = backend.String() + "/task"
+				runTask(t, rt, f)
+				return
 			}
-			t.Run(name, func(t *testing.T) {
-				rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-				run := func(f func(ctx context.Context) error) {
-					t.Helper()
-					if inTask {
-						runTask(t, rt, f)
-						return
-					}
-					if err := f(goroutineCtx(rt)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				run(peekKeepsTheBytes)
-				run(peekWaitsForBytes)
-				run(cancelledPeekTakesNothing)
-				run(func(ctx context.Context) error { return peekSeesTheEnd(ctx, false) })
-				run(func(ctx context.Context) error { return peekSeesTheEnd(ctx, true) })
-			})
+			if err := f(goroutineCtx(rt)); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
+		run(peekKeepsTheBytes)
+		run(peekWaitsForBytes)
+		run(cancelledPeekTakesNothing)
+		run(func(ctx context.Context) error { return peekSeesTheEnd(ctx, false) })
+		run(func(ctx context.Context) error { return peekSeesTheEnd(ctx, true) })
+	})
 }
 
 func peekKeepsTheBytes(ctx context.Context) error {

@@ -21,24 +21,17 @@ import (
 // goroutine's wait in the netpoller and a task's read on the ring were
 // never woken, and Close waited for them forever.
 func TestCloseEndsWaitsOnAPipe(t *testing.T) {
-	for _, backend := range []runtime.Backend{runtime.BackendAuto, runtime.BackendPortable} {
-		for _, inTask := range []bool{false, true} {
-			for _, write := range []bool{false, true} {
-				name := backend.String() + "/goroutine"
-				if inTask {
-					name = backend.String() + "/task"
-				}
-				if write {
-					name += "/write"
-				} else {
-					name += "/read"
-				}
-				t.Run(name, func(t *testing.T) {
-					testCloseEndsPipeWait(t, backend, inTask, write)
-				})
+	forBackendsAndCallers(t, func(t *testing.T, backend runtime.Backend, inTask bool) {
+		for _, write := range []bool{false, true} {
+			name := "read"
+			if write {
+				name = "write"
 			}
+			t.Run(name, func(t *testing.T) {
+				testCloseEndsPipeWait(t, backend, inTask, write)
+			})
 		}
-	}
+	})
 }
 
 func testCloseEndsPipeWait(t *testing.T, backend runtime.Backend, inTask, write bool) {

@@ -82,15 +82,7 @@ func TestIntervalDelayLateByLessThanPeriod(t *testing.T) {
 		}
 		return nil
 	}
-	if err := check(context.Background()); err != nil {
-		t.Errorf("goroutine: %v", err)
-	}
-	rt := newRuntime(t, Config{Workers: 1})
-	if _, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, check(ctx)
-	}); err != nil {
-		t.Errorf("task: %v", err)
-	}
+	fromGoroutineAndTask(t, context.Background(), check)
 }
 
 // The zero Interval has no period. Its Tick returns ErrPeriod at once,
@@ -116,6 +108,13 @@ func TestIntervalZeroValue(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	fromGoroutineAndTask(t, ctx, check)
+}
+
+// fromGoroutineAndTask runs check from a plain goroutine with ctx, then
+// from a task on a runtime of one worker, and reports each failure.
+func fromGoroutineAndTask(t *testing.T, ctx context.Context, check func(context.Context) error) {
+	t.Helper()
 	if err := check(ctx); err != nil {
 		t.Errorf("goroutine: %v", err)
 	}
