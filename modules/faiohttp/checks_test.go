@@ -142,6 +142,18 @@ func TestExpectContinueAsNetHTTP(t *testing.T) {
 	if !strings.Contains(got, "Connection: close") {
 		t.Errorf("the connection was closed after the response, which did not announce it: %q", got)
 	}
+
+	// A handler that sends its own 100 Continue gets no second one from
+	// its body's first read (two went out).
+	addr, _ = startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusContinue)
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}), nil)
+	got = rawExchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\nhello", 5*time.Second)
+	if n := strings.Count(got, "100 Continue"); n != 1 || !strings.HasSuffix(got, "hello") {
+		t.Errorf("a handler's own 100 Continue: %d of them in %q, want 1 and the body echoed", n, got)
+	}
 }
 
 // Serve from a plain goroutine returns ctx.Err() once ctx is cancelled,

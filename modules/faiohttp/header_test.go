@@ -60,6 +60,11 @@ var headerCases = map[string]http.HandlerFunc{
 		io.WriteString(w, "<")
 		io.WriteString(w, "html><body>"+strings.Repeat("x", 17000)+"</body></html>")
 	},
+	// An encoded body is not sniffed: no Content-Type (it had one).
+	"/encoded": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "x-private")
+		io.WriteString(w, "<html><body>not html once decoded</body></html>")
+	},
 	"/close": func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		io.WriteString(w, "bye")

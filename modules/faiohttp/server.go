@@ -867,6 +867,12 @@ func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("faiohttp: invalid WriteHeader code %v", code))
 	}
+	if code == http.StatusContinue {
+		// The handler's own 100 Continue replaces the one the body's
+		// first read would send (net/http's rule): the client sends the
+		// body now, so it can be read after the handler, too.
+		w.reqBody.continueOwed = false
+	}
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
 		// An informational response goes out at once, with the header
 		// as it is but its framing (RFC 9110 8.6, 15.2: it has no
@@ -1022,7 +1028,9 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 		sniff = append(sniff[:len(sniff):len(sniff)], next[:min(len(next), 512-len(sniff))]...)
 	}
 	var contentType string
-	if bodyAllowed(w.status) && len(sniff) > 0 && !hasKey(h, "Content-Type") && !hasKey(h, "Transfer-Encoding") {
+	// Not for an encoded body (net/http's rule, Go issue 31753): its
+	// bytes say nothing of what it is.
+	if bodyAllowed(w.status) && len(sniff) > 0 && !hasKey(h, "Content-Type") && !hasKey(h, "Transfer-Encoding") && headerValue(h, "Content-Encoding") == "" {
 		contentType = http.DetectContentType(sniff)
 	}
 	// The framing, decided as net/http's chunkWriter.writeHeader does. A
