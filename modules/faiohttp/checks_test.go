@@ -72,9 +72,10 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 	for _, tc := range []struct{ req, want string }{
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400"},
 		{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length : 35\r\n\r\nGET /smuggled2 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400"},
-		{"GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 400"},              // no Host (RFC 9112 3.2: MUST 400)
-		{"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "HTTP/1.1 400"}, // malformed Host
-		{"GET / HTTP/2.0\r\nHost: a\r\n\r\n", "HTTP/1.1 505"},   // answered as HTTP/1.1
+		{"GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 400"},                       // no Host (RFC 9112 3.2: MUST 400)
+		{"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "HTTP/1.1 400"},          // malformed Host
+		{"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "HTTP/1.1 400"}, // two Hosts (refused by ReadRequest)
+		{"GET / HTTP/2.0\r\nHost: a\r\n\r\n", "HTTP/1.1 505"},            // answered as HTTP/1.1
 		// A transfer coding it does not know: 501 (RFC 9112 6.1), not 400.
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "HTTP/1.1 501"},
 		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "HTTP/1.1 501"},

@@ -2,15 +2,15 @@
 // faio task and calls a standard http.Handler inside it. Requests are
 // parsed by net/http's own http.ReadRequest over a bufio.Reader on the
 // connection, so keep-alive, pipelining, chunked bodies and the request's
-// header syntax are net/http's, and checkRequest refuses what net/http's
-// server refuses after that (but a second Host header, which ReadRequest
-// hides). The response side follows net/http's rules where this file
+// header syntax are net/http's (ReadRequest itself refuses a second Host
+// header), and checkRequest refuses what net/http's server refuses after
+// that. The response side follows net/http's rules where this file
 // says so: a handler's own Transfer-Encoding frames the body, the header
 // is frozen at WriteHeader and trailers are sent as in net/http. A
 // request's Context ends when the client closes or resets the connection
 // while its handler runs, as net/http's does (see requestContext for the
-// cost, and for the exception under TLS). The connection's I/O runs on the io_uring of the task's worker, the task
-// suspending while it waits.
+// cost, and for the exception under TLS). The connection's I/O runs on
+// the io_uring of the task's worker, the task suspending while it waits.
 //
 //	srv := &faiohttp.Server{Handler: mux, ReadTimeout: 10 * time.Second}
 //	err := srv.Serve(ctx, ln) // ln from aio.Listen; ctx a task's or runtime.WithRuntime's
@@ -486,8 +486,8 @@ func checkRequest(req *http.Request) (int, string) {
 	if req.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "505 HTTP Version Not Supported: unsupported protocol version"
 	}
-	// http.ReadRequest has moved the Host header to req.Host (so a second
-	// Host header, which net/http's server refuses, is not seen here).
+	// http.ReadRequest has moved the Host header to req.Host, having
+	// refused a second one itself.
 	switch {
 	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect:
 		return http.StatusBadRequest, "400 Bad Request: missing required Host header"
