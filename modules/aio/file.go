@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"sync"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -32,8 +33,12 @@ type File struct {
 	cachedReads bool
 	// direct is set for a file opened with O_DIRECT (a regular file or
 	// a block device): on the portable backend a task's transfers at an
-	// offset go to Linux AIO (kaio.go).
+	// offset go to Linux AIO (kaio.go); on the ring a task's transfers
+	// at the file position are made at an explicit offset (transferAtPos).
 	direct *kaioFile
+	// appends: opened with O_APPEND (transferAtPos moves the position
+	// to the end after a write, as write(2) does).
+	appends bool
 	// pollable: a pipe, socket or character device (a terminal) may wait
 	// forever, so its reads and writes wait where ctx and Close can end
 	// them: a goroutine's in the netpoller, as package os does, a task's
@@ -114,6 +119,7 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 		if st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFBLK {
 			if flag&unix.O_DIRECT != 0 {
 				f.direct = new(kaioFile)
+				f.appends = flag&unix.O_APPEND != 0
 			}
 		}
 	}
@@ -291,6 +297,9 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 // artefact of the shutdown (an EAGAIN, or a 0 that would read as the end
 // of the file).
 func (f *File) transfer(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
+	if f.direct != nil && atFilePosition(op) && f.guard.rt.Backend() == runtime.BackendIOUring && runtime.InTask(ctx) {
+		return f.transferAtPos(ctx, op, write)
+	}
 	if f.pollable {
 		res, err := f.guard.submitPoll(ctx, op, write)
 		if (err != nil || res.Res <= 0) && f.guard.closing() {
@@ -299,6 +308,61 @@ func (f *File) transfer(ctx context.Context, op directOp, write bool) (runtime.R
 		return res, err
 	}
 	return submit(ctx, f.guard.rt, op)
+}
+
+// atFilePosition reports whether op reads or writes at the file position.
+func atFilePosition(op directOp) bool {
+	switch o := op.(type) {
+	case *fdOp:
+		return o.off == uring.CurrentPos
+	case *vecOp:
+		return o.off == uring.CurrentPos
+	}
+	return false
+}
+
+// setOffset sets the offset of a read or write op.
+func setOffset(op directOp, off uint64) {
+	switch o := op.(type) {
+	case *fdOp:
+		o.off = off
+	case *vecOp:
+		o.off = off
+	}
+}
+
+// transferAtPos makes a task's read or write at the file position of an
+// O_DIRECT file, under the position lock, at the position as an explicit
+// offset, and then moves the position past what was transferred (to the
+// end after a write with O_APPEND). Submitted at the file position, such a
+// transfer on the ring left the position where it was: the kernel stores
+// it back when the request is issued, and an O_DIRECT transfer completes
+// later, so Reads read the same block again and Writes overwrote each
+// other (found by a reviewer). Buffered files complete at issue and keep
+// the ring's file position; a goroutine's transfers are read(2) and
+// write(2) themselves, and so are a task's on the portable backend (the
+// blocking pool: Linux AIO takes only transfers at an offset).
+func (f *File) transferAtPos(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
+	fd := f.guard.fd
+	pos, err := unix.Seek(fd, 0, io.SeekCurrent)
+	if err != nil {
+		return runtime.Result{}, os.NewSyscallError("seek", err)
+	}
+	setOffset(op, uint64(pos))
+	res, err := f.transfer(ctx, op, write)
+	setOffset(op, uring.CurrentPos)
+	if err != nil || res.Res <= 0 {
+		return res, err
+	}
+	if write && f.appends {
+		_, err = unix.Seek(fd, 0, io.SeekEnd)
+	} else {
+		_, err = unix.Seek(fd, pos+int64(res.Res), io.SeekStart)
+	}
+	if err != nil {
+		return res, os.NewSyscallError("seek", err)
+	}
+	return res, nil
 }
 
 // Read reads up to len(b) bytes at the file position and advances it, like

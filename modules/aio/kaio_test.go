@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -466,4 +467,83 @@ func TestPortableDirectIOCancelledDuringTheRead(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// On the ring, a task's Read, Write, Readv and Writev at the file position
+// of an O_DIRECT file move the position as os.File's do, O_APPEND
+// included. Submitted at the file position, they left it where it was
+// (the kernel stores it back at issue, before an O_DIRECT transfer ends):
+// two Reads read the same block, and Writes overwrote each other (found by
+// a reviewer).
+func TestDirectIOAtThePositionOnTheRing(t *testing.T) {
+	const blocks = 4
+	name, data := directFileAny(t, blocks*directBlock)
+	if fd, err := unix.Open(name, unix.O_RDONLY, 0); err == nil {
+		// Out of the page cache, so that the device answers.
+		unix.Fsync(fd)
+		unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
+		unix.Close(fd)
+	}
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	if rt.Backend() != runtime.BackendIOUring {
+		t.Skip("io_uring is not available here")
+	}
+	block := func(i int) []byte { return data[i*directBlock : (i+1)*directBlock] }
+	ws := bytes.Repeat([]byte{'W'}, directBlock)
+	onDirectFile(t, rt, name, os.O_RDWR|unix.O_DIRECT, func(ctx context.Context, f *File) error {
+		buf := alignedBlocks(1)
+		at := func(what string, want int64) error {
+			if pos, err := f.Seek(ctx, 0, io.SeekCurrent); err != nil || pos != want {
+				return fmt.Errorf("position after %s = %d, %v; want %d", what, pos, err, want)
+			}
+			return nil
+		}
+		for i := range 2 {
+			if n, err := f.Read(ctx, buf); n != directBlock || err != nil || !bytes.Equal(buf, block(i)) {
+				return fmt.Errorf("Read %d = %d, %v, block %d: %v", i, n, err, i, bytes.Equal(buf, block(i)))
+			}
+			if err := at(fmt.Sprintf("Read %d", i), int64(i+1)*directBlock); err != nil {
+				return err
+			}
+		}
+		copy(buf, ws)
+		if n, err := f.Write(ctx, buf); n != directBlock || err != nil {
+			return fmt.Errorf("Write = %d, %v", n, err)
+		}
+		if err := at("Write", 3*directBlock); err != nil {
+			return err
+		}
+		if n, err := f.Readv(ctx, [][]byte{buf}); n != directBlock || err != nil || !bytes.Equal(buf, block(3)) {
+			return fmt.Errorf("Readv = %d, %v, block 3: %v", n, err, bytes.Equal(buf, block(3)))
+		}
+		if err := at("Readv", 4*directBlock); err != nil {
+			return err
+		}
+		if _, err := f.Seek(ctx, directBlock, io.SeekStart); err != nil {
+			return err
+		}
+		copy(buf, ws)
+		if n, err := f.Writev(ctx, [][]byte{buf}); n != directBlock || err != nil {
+			return fmt.Errorf("Writev = %d, %v", n, err)
+		}
+		return at("Writev", 2*directBlock)
+	})
+	want := slices.Concat(block(0), ws, ws, block(3))
+	if got, err := os.ReadFile(name); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("file after the writes: %d bytes, %v; as expected: %v", len(got), err, bytes.Equal(got, want))
+	}
+	onDirectFile(t, rt, name, os.O_WRONLY|os.O_APPEND|unix.O_DIRECT, func(ctx context.Context, f *File) error {
+		buf := alignedBlocks(1)
+		copy(buf, ws)
+		if n, err := f.Write(ctx, buf); n != directBlock || err != nil {
+			return fmt.Errorf("Write with O_APPEND = %d, %v", n, err)
+		}
+		if pos, err := f.Seek(ctx, 0, io.SeekCurrent); err != nil || pos != (blocks+1)*directBlock {
+			return fmt.Errorf("position after a Write with O_APPEND = %d, %v; want the end, %d", pos, err, (blocks+1)*directBlock)
+		}
+		return nil
+	})
+	if fi, err := os.Stat(name); err != nil || fi.Size() != (blocks+1)*directBlock {
+		t.Fatalf("size after the appending Write: %v, %v", fi.Size(), err)
+	}
 }
