@@ -368,11 +368,13 @@ func (f *File) transferAtPos(ctx context.Context, op directOp, write bool) (runt
 // Read reads up to len(b) bytes at the file position and advances it, like
 // os.File.Read: at end of file it returns 0, io.EOF.
 func (f *File) Read(ctx context.Context, b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
 	if err := f.lockPos(ctx, "read"); err != nil {
 		return 0, err
+	}
+	if len(b) == 0 {
+		// After the check for Close, as os.File.Read does.
+		f.unlockPos(ctx)
+		return 0, nil
 	}
 	op := &f.posOp
 	op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.guard.fd, b, uring.CurrentPos

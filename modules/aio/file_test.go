@@ -309,6 +309,7 @@ func TestFileUseAfterClose(t *testing.T) {
 		_, checks["ReadAt"] = fa.ReadAt(ctx, make([]byte, 1), 0)
 		_, checks["WriteAt"] = fa.WriteAt(ctx, []byte("x"), 0)
 		_, checks["Read"] = fa.Read(ctx, make([]byte, 1))
+		_, checks["Read of nothing"] = fa.Read(ctx, nil) // as os.File.Read's
 		_, checks["Write"] = fa.Write(ctx, []byte("x"))
 		_, checks["Readv"] = fa.Readv(ctx, [][]byte{make([]byte, 1)})
 		_, checks["Writev"] = fa.Writev(ctx, [][]byte{[]byte("x")})
