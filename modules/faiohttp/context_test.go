@@ -143,3 +143,43 @@ func TestRequestContextWatchKeepsTheNextRequest(t *testing.T) {
 		}
 	}
 }
+
+// Done may be called from any goroutine, at any time, also while and after
+// the handler returns: a goroutine the handler started asks for it while
+// the request ends (the watch may be starting as end stops it). Under
+// -race this checks requestContext's locking; every request must still be
+// served on the kept-alive connection, and every context end.
+func TestRequestContextDoneFromOtherGoroutines(t *testing.T) {
+	ended := make(chan struct{}, 200)
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		go func() {
+			for range 3 {
+				<-ctx.Done() // returns once the handler has returned
+			}
+			ended <- struct{}{}
+		}()
+		io.WriteString(w, r.URL.Query().Get("i"))
+	}), nil)
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	const requests = 200
+	for i := range requests {
+		resp, err := client.Get(fmt.Sprintf("http://%s/?i=%d", addr, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != fmt.Sprint(i) {
+			t.Fatalf("request %d: %q", i, b)
+		}
+	}
+	for i := range requests {
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d request contexts never ended", requests-i, requests)
+		}
+	}
+}
