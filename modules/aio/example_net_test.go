@@ -123,6 +123,51 @@ func ExampleConn_Writev() {
 	// Output: "header\nbody" <nil>
 }
 
+// Peek shows what waits on a connection without taking it, and io.EOF
+// once the peer has closed and nothing is left: a server watches with it
+// for a client that goes away while it works, and the client's next bytes
+// stay for the next Read.
+func ExampleConn_Peek() {
+	rt, err := runtime.New(runtime.Config{Workers: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	_, err = runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		l, err := aio.Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer l.Close(ctx)
+		client, err := aio.Dial(ctx, "tcp", l.Addr().String())
+		if err != nil {
+			return struct{}{}, err
+		}
+		c, err := l.Accept(ctx)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer c.Close(ctx)
+		client.Write(ctx, []byte("next request"))
+		client.Close(ctx)
+		peek := make([]byte, 4)
+		n, err := c.Peek(ctx, peek)
+		fmt.Printf("Peek: %q %v\n", peek[:n], err)
+		all, err := io.ReadAll(c.NetConn())
+		fmt.Printf("Read: %q %v\n", all, err)
+		n, err = c.Peek(ctx, peek)
+		fmt.Println("Peek at the end:", n, err)
+		return struct{}{}, nil
+	})
+	fmt.Println(err)
+	// Output:
+	// Peek: "next" <nil>
+	// Read: "next request" <nil>
+	// Peek at the end: 0 EOF
+	// <nil>
+}
+
 // A NetConn's Writev sends a header and a body kept apart in one call, as
 // net.Buffers would on a *net.TCPConn.
 func ExampleNetConn_Writev() {
