@@ -53,6 +53,7 @@ void test_channels(void); /* test_chan.c */
 void test_io(void);       /* test_io.c: sleep, files, sockets */
 void test_errors(void);   /* test_errors.c: bad input, shutdown, workers */
 void test_runtimes(void); /* test_runtimes.c: two runtimes, stats, config */
+void test_misuse(void);   /* test_misuse.c: a C program's mistakes */
 
 /* run_test runs fn and prints its verdict. */
 void run_test(const char *name, void (*fn)(void));

@@ -50,6 +50,7 @@ int main(void)
     test_io();
     test_errors();
     test_runtimes();
+    test_misuse();
     printf("c: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
