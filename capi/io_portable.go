@@ -194,6 +194,9 @@ func (j *ioJob) blocking(ctx context.Context) int64 {
 	case uring.OpConnect:
 		return j.connect(ctx)
 	}
+	if j.failsAtOnce(fd) {
+		return errnoResult(j.call())
+	}
 	events := int16(unix.POLLIN)
 	if j.op == uring.OpWrite || j.op == uring.OpSend {
 		events = unix.POLLOUT
@@ -208,6 +211,36 @@ func (j *ioJob) blocking(ctx context.Context) int64 {
 		}
 		return errnoResult(r, errno)
 	}
+}
+
+// failsAtOnce reports whether j's call fails on fd without waiting where
+// poll(2) would never report fd ready for it: polling first would hold the
+// operation, and a faio_block_on above it, until shutdown, while the ring
+// fails it at once. So are a read of a descriptor open only for writing (a
+// pipe's write end) and a write of one open only for reading (EBADF), a
+// read or write of a listening socket (ENOTCONN, EPIPE), and an accept on
+// anything but a listening socket (ENOTSOCK, EINVAL, EOPNOTSUPP) or with
+// flags accept4 refuses (EINVAL).
+func (j *ioJob) failsAtOnce(fd int) bool {
+	acceptConn, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
+	listening := err == nil && acceptConn != 0
+	switch j.op {
+	case uring.OpAccept:
+		return !listening || j.flags&^(unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC) != 0
+	case uring.OpRead, uring.OpWrite:
+		if listening {
+			return true
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil {
+			return true // a bad descriptor: the call says so
+		}
+		if j.op == uring.OpRead {
+			return flags&unix.O_ACCMODE == unix.O_WRONLY
+		}
+		return flags&unix.O_ACCMODE == unix.O_RDONLY
+	}
+	return false
 }
 
 // waitReady polls fd for events until it is ready (true), ctx ends

@@ -242,6 +242,40 @@ static void test_bad_descriptors(void)
     CHECK_RC(faio_runtime_free(rt), 0);
 }
 
+/* Descriptors of the wrong kind for the call, which poll(2) never reports
+ * ready for it: the ring fails each at once, and so must the portable
+ * backend, which used to poll first and hold the operation (and any
+ * faio_block_on above it) until the runtime was freed. */
+static void test_wrong_kind_descriptors(void)
+{
+    faio_runtime rt = new_runtime(2);
+    static char buf[16];
+    int p[2];
+    CHECK(pipe2(p, O_CLOEXEC) == 0);
+    int lst = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int unlistened = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof sin);
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(lst, (struct sockaddr *)&sin, sizeof sin) == 0);
+    CHECK(listen(lst, 1) == 0);
+    CHECK(bind(unlistened, (struct sockaddr *)&sin, sizeof sin) == 0);
+
+    CHECK_RC(faio_read(rt, p[1], buf, sizeof buf, -1, op_io, new_op("read of a pipe's write end", -EBADF)), 0);
+    CHECK_RC(faio_write(rt, p[0], "x", 1, -1, op_io, new_op("write to a pipe's read end", -EBADF)), 0);
+    CHECK_RC(faio_accept(rt, p[0], 0, op_io, new_op("accept on a pipe", -ENOTSOCK)), 0);
+    CHECK_RC(faio_accept(rt, unlistened, 0, op_io, new_op("accept on an unlistened socket", -EINVAL)), 0);
+    CHECK_RC(faio_accept(rt, lst, 1, op_io, new_op("accept with bad flags", -EINVAL)), 0);
+    CHECK_RC(faio_read(rt, lst, buf, sizeof buf, -1, op_io, new_op("read of a listening socket", -ENOTCONN)), 0);
+    CHECK_RC(faio_recv(rt, p[0], buf, sizeof buf, 0, op_io, new_op("recv on a pipe", -ENOTSOCK)), 0);
+    check_ops(rt);
+    close(p[0]);
+    close(p[1]);
+    close(lst);
+    close(unlistened);
+}
+
 /* Zero lengths with NULL buffers, and a length far beyond the data. */
 static void test_lengths(void)
 {
@@ -394,6 +428,8 @@ void test_misuse(void)
     run_test("misuse: sleeps past the end of the clock wait until shutdown", test_huge_sleeps);
     run_test("misuse: negative, closed and never-opened descriptors are -EBADF in cb",
              test_bad_descriptors);
+    run_test("misuse: descriptors of the wrong kind fail at once, as on the ring",
+             test_wrong_kind_descriptors);
     run_test("misuse: zero lengths with NULL buffers, SIZE_MAX lengths", test_lengths);
     run_test("misuse: a mutex and a channel freed under operations a callback started",
              test_freed_under_operations);
