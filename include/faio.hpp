@@ -163,7 +163,15 @@ public:
     }
 
     // close frees the runtime now, reporting errors the destructor ignores.
-    void close() { detail::check(faio_runtime_free(std::exchange(h_, faio_runtime{}))); }
+    // Inside a coroutine it throws FAIO_EWOULDBLOCK_WORKER and keeps the
+    // runtime, for a close or the destructor on a host thread.
+    void close()
+    {
+        int rc = faio_runtime_free(h_);
+        if (rc != FAIO_EWOULDBLOCK_WORKER)
+            h_ = faio_runtime{};
+        detail::check(rc);
+    }
 
 private:
     static faio_config config_with(int workers)

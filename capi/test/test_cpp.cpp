@@ -614,6 +614,31 @@ void test_channel_of_another_runtime(faio::runtime &rt)
     CHECK(faio::block_on(other, recv_once(ch)) == 5);
 }
 
+faio::task<> close_inside(faio::runtime &victim)
+{
+    victim.close();
+    co_return;
+}
+
+// runtime::close inside a coroutine is refused (FAIO_EWOULDBLOCK_WORKER)
+// and must leave the runtime owned, for a close or the destructor on a host
+// thread: it used to drop the handle first, leaking the runtime and its
+// workers for good.
+void test_close_inside_coroutine(faio::runtime &rt)
+{
+    faio::runtime victim(1);
+    faio_runtime h = victim.get();
+    CHECK_THROWS(faio::block_on(rt, close_inside(victim)), FAIO_EWOULDBLOCK_WORKER);
+    CHECK_THROWS(faio::block_on(victim, close_inside(victim)), FAIO_EWOULDBLOCK_WORKER);
+    CHECK(victim.get().h == h.h);
+    CHECK(victim.stats().workers == 1);
+    victim.close();
+    CHECK(victim.get().h == 0);
+    faio_runtime_stats st;
+    CHECK(faio_stats(h, &st) == FAIO_EBADHANDLE); // freed, not leaked
+    CHECK_THROWS(victim.close(), FAIO_EBADHANDLE);
+}
+
 using pipe_buffer = std::array<char, 8>;
 using read_op = decltype(faio::read(0, std::declval<pipe_buffer &>()));
 using sleep_op = decltype(faio::sleep(1ms));
@@ -702,6 +727,7 @@ int main()
              [&] { test_channel_of_another_runtime(rt); });
     run_test("c++: I/O and sleep made on another runtime run on their awaiter's",
              [&] { test_io_made_on_another_runtime(rt); });
+    run_test("c++: runtime::close inside a coroutine keeps the runtime", [&] { test_close_inside_coroutine(rt); });
     std::printf("c++: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
