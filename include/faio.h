@@ -194,16 +194,18 @@ typedef void (*faio_io_fn)(void *arg, int64_t result);
 
 /*
  * Runtime configuration. Every zero field means its default; zero-initialise
- * the whole struct (faio_config cfg = {0};) and set what you need.
+ * the whole struct (faio_config cfg = {0};) and set what you need. A field
+ * outside the range given makes faio_runtime_new fail with FAIO_EINVAL.
  */
 typedef struct faio_config {
-    int32_t workers;               /* worker threads; 0: one per CPU */
-    int32_t ring_entries;          /* io_uring SQ size per worker; 0: 1024, max 32768 */
-    int32_t local_queue_capacity;  /* run queue per worker, a power of two; 0: 256 */
-    int32_t global_queue_interval; /* ticks between global-queue checks; 0: 61 */
-    int32_t io_interval;           /* ticks between I/O polls of a busy worker; 0: 61 */
-    int32_t submit_batch;          /* SQEs queued before a submit (socket ones count 1/8); 0: 4 */
-    int64_t timer_resolution_ns;   /* timer wheel granularity; 0: 100 us */
+    int32_t workers;               /* worker threads, 1..1024; 0: one per CPU */
+    int32_t ring_entries;          /* io_uring SQ size per worker, 8..32768; 0: 1024 */
+    int32_t local_queue_capacity;  /* run queue per worker, a power of two in 2..65536; 0: 256 */
+    int32_t global_queue_interval; /* ticks between global-queue checks, >= 1; 0: 61 */
+    int32_t io_interval;           /* ticks between I/O polls of a busy worker, >= 1; 0: 61 */
+    int32_t submit_batch;          /* SQEs queued before a submit (socket ones count 1/8),
+                                    * 1..ring_entries; 0: 4 */
+    int64_t timer_resolution_ns;   /* timer wheel granularity, up to 1 s; 0: 100 us */
     int64_t stall_threshold_ns;    /* watchdog threshold; 0: 10 ms, < 0: off, else >= 1 ms (FAIO_EINVAL below) */
     int32_t io_backend;            /* enum faio_backend; 0: FAIO_BACKEND_AUTO */
     int32_t reserved32;            /* must be zero */
@@ -250,9 +252,11 @@ const char *faio_strerror(int code);
  * ------------------------------------------------------------------- */
 
 /* Starts a runtime configured by *cfg (NULL: all defaults) and stores its
- * handle in *out. Returns FAIO_EINVAL for a NULL out or a bad config, or the
- * kernel's negated errno when io_uring is missing or refused (-ENOSYS,
- * -EPERM, ...). */
+ * handle in *out (untouched on failure). Returns FAIO_EINVAL for a NULL out,
+ * a bad config, or an environment variable FAIO_BACKEND or FAIO_PINNED with
+ * a value faio does not know; FAIO_ENOURING when FAIO_BACKEND_IO_URING is
+ * asked for and the kernel lacks or refuses io_uring; or the kernel's
+ * negated errno when setting up a ring fails otherwise (-ENOMEM, ...). */
 int faio_runtime_new(const faio_config *cfg, faio_runtime *out);
 
 /* Shuts rt down and frees its handle: new work is refused with
@@ -300,7 +304,10 @@ int faio_stats(faio_runtime rt, faio_runtime_stats *out);
 int faio_mutex_new(faio_runtime rt, faio_mutex *out);
 
 /* Frees an unlocked mutex. Returns FAIO_EBUSY (and frees nothing) if it is
- * locked or a lock is being handed over, FAIO_EBADHANDLE. */
+ * locked or a lock is being handed over, FAIO_EBADHANDLE. A lock requested
+ * with faio_mutex_lock that has not yet started waiting (one a callback
+ * requested starts when the callback returns) does not make it busy: its
+ * callback gets FAIO_EBADHANDLE. */
 int faio_mutex_free(faio_mutex m);
 
 /* Stores in *out the handle of the runtime m was made on, whose workers run
@@ -315,7 +322,8 @@ int faio_mutex_runtime(faio_mutex m, faio_runtime *out);
 /* Requests the lock: cb(arg, 0) runs as a task on a worker once m is held by
  * the caller, who must then unlock it (in cb or later, anywhere). Waiters get
  * the lock in the order they queued. cb(arg, FAIO_ECANCELED) means the
- * runtime shut down and the lock was not taken. Returns FAIO_EINVAL for a
+ * runtime shut down and the lock was not taken; cb(arg, FAIO_EBADHANDLE)
+ * that m was freed first (see faio_mutex_free). Returns FAIO_EINVAL for a
  * NULL cb, FAIO_EBADHANDLE, FAIO_ESHUTDOWN (cb will not run). */
 int faio_mutex_lock(faio_mutex m, faio_done_fn cb, void *arg);
 
