@@ -71,6 +71,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <ratio>
 #include <span>
 #include <stdexcept>
 #include <type_traits>
@@ -471,11 +472,22 @@ private:
 template <class Start> status_awaiter<Start> make_status(Start s) { return status_awaiter<Start>(std::move(s)); }
 template <class Start> io_awaiter<Start> make_io(Start s) { return io_awaiter<Start>(std::move(s)); }
 
-// to_ns converts a duration for faio_sleep, negative ones to 0.
+// to_ns converts a duration for faio_sleep: negative ones (and NaN) to 0,
+// ones longer than nanoseconds can count to UINT64_MAX, forever to
+// faio_sleep. A duration_cast of those would overflow, often into the past.
 template <class Rep, class Period> std::uint64_t to_ns(std::chrono::duration<Rep, Period> d) noexcept
 {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-    return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+    using D = std::chrono::duration<Rep, Period>;
+    using ns = std::chrono::nanoseconds;
+    if (!(d > D::zero()))
+        return 0;
+    // Compared in d's own unit: a coarser one holds ns::max() truncated,
+    // while d converted to nanoseconds may not fit.
+    if constexpr (std::ratio_greater<Period, std::nano>::value) {
+        if (d >= std::chrono::duration_cast<D>(ns::max()))
+            return UINT64_MAX;
+    }
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<ns>(d).count());
 }
 
 // on_current turns start(rt, cb, arg) into the start of an awaiter that

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -639,6 +640,32 @@ void test_close_inside_coroutine(faio::runtime &rt)
     CHECK_THROWS(victim.close(), FAIO_EBADHANDLE);
 }
 
+std::atomic<int> slept_forever;
+
+template <class D> faio::task<> sleep_for(D d)
+{
+    co_await faio::sleep(d);
+    slept_forever++;
+}
+
+// A sleep longer than nanoseconds can count ("forever") waits until the
+// runtime is freed: its conversion to nanoseconds used to overflow, into
+// the past, so it woke at once.
+void test_sleep_forever()
+{
+    slept_forever = 0;
+    faio::runtime r(1);
+    faio::spawn(r, sleep_for(std::chrono::seconds::max()));
+    faio::spawn(r, sleep_for(std::chrono::hours::max()));
+    faio::spawn(r, sleep_for(std::chrono::hours(2562048))); // just past int64 ns
+    faio::spawn(r, sleep_for(std::chrono::duration<double>(1e300)));
+    faio::spawn(r, sleep_for(std::chrono::duration<double>(HUGE_VAL)));
+    std::this_thread::sleep_for(50ms);
+    CHECK(slept_forever == 0);
+    r.close(); // cancels them: spawned tasks end quietly
+    CHECK(slept_forever == 0);
+}
+
 using pipe_buffer = std::array<char, 8>;
 using read_op = decltype(faio::read(0, std::declval<pipe_buffer &>()));
 using sleep_op = decltype(faio::sleep(1ms));
@@ -728,6 +755,7 @@ int main()
     run_test("c++: I/O and sleep made on another runtime run on their awaiter's",
              [&] { test_io_made_on_another_runtime(rt); });
     run_test("c++: runtime::close inside a coroutine keeps the runtime", [&] { test_close_inside_coroutine(rt); });
+    run_test("c++: a sleep of more than 292 years waits until shutdown", test_sleep_forever);
     std::printf("c++: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
