@@ -203,7 +203,10 @@ func SpawnOn[T any](rt *Runtime, fn func(context.Context) (T, error)) *JoinHandl
 // every task spawned under it (transitively) have finished: nothing started
 // inside outlives the call. It blocks the calling goroutine, so it must not
 // be called from a faio task (it returns ErrOnWorker there). If rt is
-// closed, or closes while BlockOn waits, it returns ErrClosed.
+// closed, or closes while BlockOn waits, it returns ErrClosed; if fn then
+// failed otherwise than by that cancellation (it panicked in its clean-up,
+// say), with fn's error joined to it (errors.Join), since nothing else
+// reports the failure of a root.
 func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if onCoroutine() {
@@ -216,9 +219,26 @@ func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error)
 	<-h.task.ext.onDetach
 	rt.reportUnobserved(h.task.id, false)
 	if rt.closing.Load() && errors.Is(h.task.Err(), context.Canceled) {
-		return zero, ErrClosed
+		return zero, closedErr(h)
 	}
 	return h.val, h.err
+}
+
+// closedErr is what BlockOn and WaitAll return when rt closed under their
+// roots: ErrClosed, joined with the roots' failures other than their
+// cancellation. A root's result counts as observed (flagJoined), so a
+// failure dropped here would be reported nowhere.
+func closedErr[T any](roots ...*JoinHandle[T]) error {
+	errs := []error{ErrClosed}
+	for _, h := range roots {
+		if h.err != nil && !errors.Is(h.err, context.Canceled) {
+			errs = append(errs, h.err)
+		}
+	}
+	if len(errs) == 1 {
+		return ErrClosed
+	}
+	return errors.Join(errs...)
 }
 
 // startRoot spawns a BlockOn root: a task whose leaving the tree (closing
@@ -239,7 +259,9 @@ func startRoot[T any](rt *Runtime, fn func(context.Context) (T, error)) (*JoinHa
 // WaitAll runs every fn as a root task on rt, concurrently, and returns
 // their results in order once all of them and everything they spawned have
 // finished. The error joins the tasks' errors (nil if none failed); it is
-// ErrClosed if rt closed before all of them could start or while they ran.
+// ErrClosed if rt closed before all of them could start or while they ran,
+// joined with the errors of those that failed otherwise than by the
+// cancellation.
 func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, error) {
 	if onCoroutine() {
 		return nil, ErrOnWorker
@@ -259,7 +281,7 @@ func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, 
 		rt.reportUnobserved(h.task.id, false)
 	}
 	if closed || rt.closing.Load() {
-		return nil, ErrClosed
+		return nil, closedErr(handles...)
 	}
 	vals := make([]T, len(fns))
 	var errs []error
