@@ -179,6 +179,10 @@ func (w *worker) loop() {
 		w.park()
 	}
 	w.pay()
+	// park publishes only when it sleeps, and a worker that finds the
+	// runtime shut down does not: without this, Stats after Close could
+	// miss the last tasks it completed for good.
+	w.counts.publish(&w.stats)
 }
 
 // unpinAtShutdown ends a pinned worker, on its thread, which alone may
