@@ -18,7 +18,8 @@ var (
 	// ErrClosed: the runtime is closed (or closing) and runs nothing more.
 	ErrClosed = errors.New("faio/runtime: closed")
 	// ErrOnWorker: a call that waits for the runtime (BlockOn, WaitAll,
-	// Close) was made from one of its own tasks, where it would deadlock.
+	// Close) was made from a task (of any runtime): in one of its own it
+	// would deadlock, in another's it would hold that worker.
 	ErrOnWorker = errors.New("faio/runtime: BlockOn, WaitAll and Close wait for the runtime and cannot run in one of its tasks: " +
 		"inside a task, Spawn and Join the work instead of BlockOn; call Close from the goroutine that owns the runtime, " +
 		"after its BlockOn returns (or Cancel the tasks to end them)")
@@ -354,8 +355,8 @@ func (rt *Runtime) signalIdle() {
 
 // Close stops the runtime: new spawns fail with ErrClosed, every remaining
 // task is cancelled and waited for, the workers stop and their rings and
-// eventfds are closed. It is idempotent; called from one of the runtime's
-// own tasks it returns ErrOnWorker and does nothing.
+// eventfds are closed. It is idempotent; called from a task, of this
+// runtime or of another, it returns ErrOnWorker and does nothing.
 //
 // Tasks are cancelled, not killed: a task that ignores its context and
 // blocks in plain Go code holds Close until it returns.

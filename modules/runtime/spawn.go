@@ -105,7 +105,9 @@ func (h *JoinHandle[T]) ID() uint64 { return h.task.id }
 // it waits for it. If ctx outlived its task, which has finished together
 // with everything under it, the new task starts at the runtime's top level
 // instead, as SpawnOn's do: only Close waits for it, and cancelling ctx
-// still cancels it.
+// still cancels it. context.WithoutCancel(ctx) does not take the task out
+// of the tree: cancelling ctx's task still cancels it (SpawnOn starts a
+// task outside every tree).
 //
 // When ctx carries no faio task, or the runtime is closed, Spawn returns a
 // handle whose Join fails with ErrNoRuntime or ErrClosed.

@@ -172,6 +172,14 @@ func (t *Task) extLocked() *taskExt {
 func (t *Task) Deadline() (time.Time, bool) { return t.parentCtx().Deadline() }
 
 // Done returns a channel closed when the task's context is cancelled.
+//
+// Once the task has finished, a cancellation of its parents reaches the
+// channel only when something asks Err (which reports it at once): a
+// finished task does not stay registered with its parents for a channel
+// nobody may be waiting on. A goroutine that outlives the task and waits
+// for its context should wait on a context derived from it
+// (context.WithCancel(ctx)), which follows the parents until it is
+// cancelled, Close included.
 func (t *Task) Done() <-chan struct{} {
 	// As for AfterFunc: the parent's cancellation must reach the channel
 	// even when the task never suspends (a loop that polls Done). Once
