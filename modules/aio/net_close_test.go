@@ -239,3 +239,59 @@ func ioInFlight(started chan<- struct{}) func(ctx context.Context) (int, error) 
 		return 0, err
 	}
 }
+
+// A read or write of no bytes does nothing, but after Close it fails with
+// net.ErrClosed, as package net's does (its zero-length Read and Write take
+// the descriptor's lock first), on every kind of socket and every method.
+func TestSocketTransfersOfNoBytesAfterClose(t *testing.T) {
+	forBackendsAndCallers(t, func(t *testing.T, backend runtime.Backend, inTask bool) {
+		rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+		check := func(ctx context.Context) error {
+			client, server, err := connPair(ctx, "unix", "")
+			if err != nil {
+				return err
+			}
+			defer server.Close(ctx)
+			u, err := DialUDP(ctx, "udp", "127.0.0.1:9")
+			if err != nil {
+				client.Close(ctx)
+				return err
+			}
+			calls := map[string]func() error{
+				"Read":          func() error { _, err := client.Read(ctx, nil); return err },
+				"Write":         func() error { _, err := client.Write(ctx, nil); return err },
+				"Peek":          func() error { _, err := client.Peek(ctx, nil); return err },
+				"ReadFull":      func() error { _, err := client.ReadFull(ctx, nil); return err },
+				"WriteZC":       func() error { _, err := client.WriteZC(ctx, nil); return err },
+				"Readv":         func() error { _, err := client.Readv(ctx, [][]byte{nil, {}}); return err },
+				"Writev":        func() error { _, err := client.Writev(ctx, nil); return err },
+				"NetConn.Read":  func() error { _, err := client.NetConn().Read(nil); return err },
+				"NetConn.Write": func() error { _, err := client.NetConn().Write(nil); return err },
+				"UDPConn.Read":  func() error { _, err := u.Read(ctx, nil); return err },
+				"UDPConn.Write": func() error { _, err := u.Write(ctx, nil); return err },
+			}
+			for what, call := range calls {
+				if err := call(); err != nil {
+					return fmt.Errorf("%s of no bytes before Close = %v", what, err)
+				}
+			}
+			client.Close(ctx)
+			u.Close(ctx)
+			// ReadFrom of no bytes waits for a datagram (and takes it) until
+			// then, as net.UDPConn's does.
+			calls["UDPConn.ReadFrom"] = func() error { _, _, err := u.ReadFrom(ctx, nil); return err }
+			for what, call := range calls {
+				var oe *net.OpError
+				if err := call(); !errors.Is(err, net.ErrClosed) || !errors.As(err, &oe) {
+					return fmt.Errorf("%s of no bytes after Close = %v, want a *net.OpError matching net.ErrClosed", what, err)
+				}
+			}
+			return nil
+		}
+		if inTask {
+			runTask(t, rt, check)
+		} else if err := check(goroutineCtx(rt)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -30,6 +30,16 @@ func (s *sock) opError(op string, err error) error {
 	return netError(op, s.network, s.laddr, s.raddr, err)
 }
 
+// noBytes is the outcome of a transfer of no bytes (op: "read", "write"):
+// there is nothing to do, but after Close it fails with net.ErrClosed, as
+// package net's does.
+func (s *sock) noBytes(op string) (int, error) {
+	if s.guard.closing() {
+		return 0, s.opError(op, net.ErrClosed)
+	}
+	return 0, nil
+}
+
 // xfer receives into or sends from b (opcode OpRecv or OpSend) under l,
 // repeating until all of b is transferred when all is set. It returns the
 // byte count and nil, io.EOF (a stream's end), net.ErrClosed (Close was
@@ -89,7 +99,7 @@ func syscallName(opcode uring.Op) string {
 // read is Read of both kinds of connection.
 func (s *sock) read(ctx context.Context, b []byte) (int, error) {
 	if len(b) == 0 {
-		return 0, nil
+		return s.noBytes("read")
 	}
 	n, err := s.xfer(ctx, &s.rl, &s.rop, uring.OpRecv, b, 0, false)
 	if err != nil && err != io.EOF {
@@ -101,7 +111,7 @@ func (s *sock) read(ctx context.Context, b []byte) (int, error) {
 // write is Write of both kinds of connection.
 func (s *sock) write(ctx context.Context, b []byte) (int, error) {
 	if len(b) == 0 && s.stream {
-		return 0, nil
+		return s.noBytes("write")
 	}
 	// MSG_NOSIGNAL turns SIGPIPE into EPIPE; MSG_WAITALL makes io_uring
 	// finish a stream send in one request where it can.
@@ -211,7 +221,7 @@ func (c *Conn) Read(ctx context.Context, b []byte) (int, error) {
 // client's next request from the connection.
 func (c *Conn) Peek(ctx context.Context, b []byte) (int, error) {
 	if len(b) == 0 {
-		return 0, nil
+		return c.noBytes("read")
 	}
 	n, err := c.xfer(ctx, &c.rl, &c.rop, uring.OpRecv, b, unix.MSG_PEEK, false)
 	if err != nil && err != io.EOF {
@@ -226,7 +236,7 @@ func (c *Conn) Peek(ctx context.Context, b []byte) (int, error) {
 // kernel fills b with as few requests as it can (MSG_WAITALL).
 func (c *Conn) ReadFull(ctx context.Context, b []byte) (int, error) {
 	if len(b) == 0 {
-		return 0, nil
+		return c.noBytes("read")
 	}
 	n, err := c.xfer(ctx, &c.rl, &c.rop, uring.OpRecv, b, unix.MSG_WAITALL, true)
 	switch {
@@ -267,7 +277,7 @@ func (c *Conn) Write(ctx context.Context, b []byte) (int, error) {
 // use it toward peers that keep reading, and Write elsewhere.
 func (c *Conn) WriteZC(ctx context.Context, b []byte) (int, error) {
 	if len(b) == 0 {
-		return 0, nil
+		return c.noBytes("write")
 	}
 	if c.noZC.Load() {
 		return c.write(ctx, b)
@@ -320,6 +330,9 @@ func (c *Conn) vecXfer(ctx context.Context, l *opLock, op *vecOp, opcode uring.O
 		total += len(b)
 	}
 	if total == 0 {
+		if c.guard.closing() {
+			return 0, net.ErrClosed // as for Read and Write of no bytes
+		}
 		return 0, nil
 	}
 	if err := l.lock(ctx); err != nil {
@@ -374,7 +387,8 @@ func (c *Conn) CloseRead(ctx context.Context) error { return c.shutdown(ctx, uni
 // progress in other tasks return net.ErrClosed promptly (Close shuts the
 // socket down to wake them) and the descriptor is closed once none uses it,
 // which Close waits for (or until ctx ends; the descriptor is then closed
-// by the last operation to finish). Later calls fail with net.ErrClosed.
+// by the last operation to finish). Later calls, of no bytes too, fail
+// with net.ErrClosed.
 func (c *Conn) Close(ctx context.Context) error { return c.close(ctx) }
 
 // LocalAddr returns the local address, a *net.TCPAddr or *net.UnixAddr.

@@ -205,7 +205,8 @@ func (c *UDPConn) Write(ctx context.Context, b []byte) (int, error) {
 
 // Close closes the socket, like net.UDPConn.Close: operations in progress
 // in other tasks return net.ErrClosed promptly, and the descriptor is
-// closed once none uses it (see Conn.Close).
+// closed once none uses it (see Conn.Close). Later calls, of no bytes too,
+// fail with net.ErrClosed.
 func (c *UDPConn) Close(ctx context.Context) error { return c.close(ctx) }
 
 // LocalAddr returns the local address, a *net.UDPAddr.
