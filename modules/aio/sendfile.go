@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"syscall"
@@ -112,7 +113,8 @@ var errNotRegular = errors.New("not a regular file")
 // It returns the number of bytes sent. Like net.TCPConn.ReadFrom (and
 // io.Copy of an io.LimitReader), the end of the file is not an error: if
 // the file ends before n bytes, SendFile returns the bytes there were and
-// nil, so a caller that needs exactly n compares the count. Otherwise a
+// nil (0 and nil from an offset at or past the end, however large), so a
+// caller that needs exactly n compares the count. Otherwise a
 // count below n comes with an error: ctx's (a cancellation cuts the
 // transfer short, promptly, and leaves the connection and f open),
 // net.ErrClosed after Close, one matching fs.ErrClosed if f is closed, or
@@ -127,6 +129,11 @@ func (c *Conn) SendFile(ctx context.Context, f *File, off int64, n int64) (int64
 		return 0, c.opError("sendfile", pathError("sendfile", f.name, errNegativeOffset))
 	case !f.regular:
 		return 0, c.opError("sendfile", pathError("sendfile", f.name, errNotRegular))
+	case n < 0 || n > math.MaxInt64-off:
+		// No file reaches past the largest offset: the kernel would
+		// call the bytes beyond it an overflow (EINVAL) rather than the
+		// end of the file they are.
+		n = math.MaxInt64 - off
 	}
 	if err := c.wl.lock(ctx); err != nil {
 		return 0, c.opError("sendfile", err)
@@ -180,12 +187,14 @@ func (c *Conn) onRing(ctx context.Context) bool {
 func (c *Conn) sendfile(ctx context.Context, f *File, off, n int64) (int64, error) {
 	var sent int64
 	op := &sendfileOp{out: c.guard.fd, in: f.guard.fd}
-	for n < 0 || sent < n {
-		op.off, op.n = off+sent, maxSendfile
-		if n >= 0 {
-			op.n = int(min(n-sent, maxSendfile))
-		}
+	for sent < n {
+		op.off, op.n = off+sent, int(min(n-sent, maxSendfile))
 		res, serr := c.guard.submitPoll(ctx, op, true)
+		if serr == nil && res.Res == -int32(unix.EOVERFLOW) {
+			// An offset at or past the largest file size of f's file
+			// system, so past its end (splice says 0 there).
+			break
+		}
 		if err := ioErr("sendfile", res, serr); err != nil {
 			return sent, err
 		}
@@ -207,11 +216,8 @@ func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, o
 	defer p.close()
 	fill := &spliceOp{fdIn: f.guard.fd, fdOut: p.w, flags: unix.SPLICE_F_MOVE}
 	drain := &spliceOp{fdIn: p.r, fdOut: c.guard.fd, offIn: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
-	for n < 0 || sent < n {
-		fill.offIn, fill.n = off+sent, p.size
-		if n >= 0 {
-			fill.n = int(min(n-sent, int64(p.size)))
-		}
+	for sent < n {
+		fill.offIn, fill.n = off+sent, int(min(n-sent, int64(p.size)))
 		res, serr := runtime.SubmitOn(ctx, c.guard.rt, fill)
 		if serr == runtime.ErrNoRing && sent == 0 {
 			return 0, false, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -448,4 +449,62 @@ func TestSendFileFallsBackToCopy(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An offset past the end of the file sends nothing and is no error, however
+// large: at or past the file system's largest file size (where sendfile(2)
+// says EOVERFLOW), and where off+n passes the largest offset (EINVAL from
+// both system calls). NetConn.ReadFrom from such a file position, likewise,
+// as io.Copy to a net.TCPConn. From tasks and goroutines, on both backends.
+func TestSendFilePastTheLargestOffset(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(name, []byte("some bytes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	forBackendsAndCallers(t, func(t *testing.T, backend runtime.Backend, inTask bool) {
+		rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+		check := func(ctx context.Context, client, server *Conn, _ spawnFunc) error {
+			f, err := Open(ctx, name)
+			if err != nil {
+				return err
+			}
+			defer f.Close(ctx)
+			for _, c := range []struct{ off, n int64 }{
+				{1 << 62, 10},
+				{1 << 62, -1},
+				{math.MaxInt64 - 10, 100},
+				{math.MaxInt64 - 10, math.MaxInt64},
+				{math.MaxInt64, -1},
+				{math.MaxInt64, 1},
+			} {
+				if sent, err := client.SendFile(ctx, f, c.off, c.n); sent != 0 || err != nil {
+					return fmt.Errorf("SendFile(off %d, n %d) = %d, %v; want 0, nil", c.off, c.n, sent, err)
+				}
+			}
+			for _, pos := range []int64{1 << 62, math.MaxInt64 - 10} {
+				if _, err := f.Seek(ctx, pos, io.SeekStart); errors.Is(err, syscall.EINVAL) {
+					continue // past what this file system lets a position be
+				} else if err != nil {
+					return err
+				}
+				if m, err := client.NetConn().ReadFrom(f.IO()); m != 0 || err != nil {
+					return fmt.Errorf("ReadFrom at the file position %d = %d, %v; want 0, nil", pos, m, err)
+				}
+			}
+			// Nothing went out: the next bytes the server reads are these.
+			if _, err := client.Write(ctx, []byte("end")); err != nil {
+				return err
+			}
+			got := make([]byte, 3)
+			if _, err := server.ReadFull(ctx, got); err != nil || string(got) != "end" {
+				return fmt.Errorf("the server read %q, %v", got, err)
+			}
+			return nil
+		}
+		if inTask {
+			checkFromTask(t, rt, "tcp", "127.0.0.1:0", check)
+		} else {
+			checkFromGoroutines(t, rt, "SendFile past the largest offset", "tcp", "127.0.0.1:0", check)
+		}
+	})
 }
