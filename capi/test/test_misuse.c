@@ -386,6 +386,11 @@ static void self_free_root(void *arg)
     struct self_free *sf = arg;
     faio_mutex m;
     faio_chan ch;
+    /* One operation accepted before the free can begin, so that it has
+     * one to cancel or complete: the free used to win the race against
+     * the first faio_sleep of the loop below in about one run in ten. */
+    CHECK_RC(faio_sleep(sf->rt, 0, self_free_done, sf), 0);
+    atomic_fetch_add(&sf->accepted, 1);
     /* Inside its callback the runtime cannot be freed... */
     CHECK_RC(faio_runtime_free(sf->rt), FAIO_EWOULDBLOCK_WORKER);
     /* ...but a thread the callback starts can, while it still runs. */
