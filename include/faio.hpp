@@ -201,6 +201,11 @@ inline faio_runtime current()
 // ---------------------------------------------------------------------------
 // task<T>: a lazy coroutine; co_await starts it and resumes the awaiter when
 // it finishes (symmetric transfer, so chains of awaits use no stack).
+// co_await std::move(t) takes the coroutine out of t, as a move does: t is
+// then empty, like a task moved from. An empty task holds nothing to run:
+// co_await of one, and faio::block_on or faio::spawn given one, throw
+// faio::error FAIO_EINVAL (before anything starts) rather than resume a
+// null coroutine.
 
 template <class T = void> class task;
 
@@ -278,10 +283,24 @@ public:
             h_.destroy();
     }
 
-    auto operator co_await() && noexcept
+    // valid reports whether the task holds a coroutine: false once moved
+    // from or awaited.
+    bool valid() const noexcept { return static_cast<bool>(h_); }
+
+    // co_await runs the task and frees its frame once the result is taken;
+    // an empty task throws FAIO_EINVAL.
+    auto operator co_await() &&
     {
         struct awaiter {
             handle h;
+            explicit awaiter(handle owned) noexcept : h(owned) {}
+            awaiter(awaiter &&o) noexcept : h(std::exchange(o.h, nullptr)) {}
+            awaiter &operator=(awaiter &&) = delete;
+            ~awaiter()
+            {
+                if (h)
+                    h.destroy();
+            }
             bool await_ready() noexcept { return false; }
             std::coroutine_handle<> await_suspend(std::coroutine_handle<> c) noexcept
             {
@@ -290,7 +309,9 @@ public:
             }
             T await_resume() { return h.promise().take(); }
         };
-        return awaiter{h_};
+        if (!h_)
+            throw error(FAIO_EINVAL);
+        return awaiter(std::exchange(h_, nullptr));
     }
 
 private:
@@ -360,9 +381,12 @@ template <class T> detached run_root(task<T> t, root_state<T> *st)
 // spawn starts t as a new faio task on rt. Inside a coroutine of rt the
 // task is a child that faio::block_on waits for; from a host thread or a
 // coroutine of another runtime it is independent (rt's destructor waits
-// for it). Throws faio::error if faio refuses.
+// for it). Throws faio::error if faio refuses, FAIO_EINVAL for an empty
+// (moved-from) t.
 inline void spawn(faio_runtime rt, task<void> t)
 {
+    if (!t.valid())
+        throw error(FAIO_EINVAL);
     detail::detached d = detail::run_spawned(std::move(t));
     int rc = faio_spawn(rt, &detail::resume_task, d.h.address());
     if (rc != 0) {
@@ -377,9 +401,12 @@ inline void spawn(task<void> t) { spawn(current(), std::move(t)); }
 // block_on runs t on rt and blocks the calling host thread until t and
 // everything it spawned have finished; returns t's result or rethrows its
 // exception. Throws faio::error if faio could not run it (for example
-// FAIO_EWOULDBLOCK_WORKER inside a coroutine).
+// FAIO_EWOULDBLOCK_WORKER inside a coroutine), FAIO_EINVAL for an empty
+// (moved-from) t.
 template <class T> T block_on(faio_runtime rt, task<T> t)
 {
+    if (!t.valid())
+        throw error(FAIO_EINVAL);
     detail::root_state<T> st;
     detail::detached d = detail::run_root(std::move(t), &st);
     int rc = faio_block_on(rt, &detail::resume_task, d.h.address());

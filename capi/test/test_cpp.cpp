@@ -5,11 +5,14 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -666,6 +669,55 @@ void test_sleep_forever()
     CHECK(slept_forever == 0);
 }
 
+// ---- empty tasks ----
+
+faio::task<int> forty_two()
+{
+    co_return 42;
+}
+
+faio::task<> await_moved_from()
+{
+    auto t = forty_two();
+    auto taken = std::move(t);
+    CHECK_THROWS(co_await std::move(t), FAIO_EINVAL);
+    CHECK(co_await std::move(taken) == 42);
+    // co_await took the coroutine, which has finished: a second one is
+    // refused too, rather than resuming it again.
+    CHECK_THROWS(co_await std::move(taken), FAIO_EINVAL);
+}
+
+faio::task<> spawn_moved_from()
+{
+    auto t = count_one();
+    auto taken = std::move(t);
+    CHECK_THROWS(faio::spawn(std::move(t)), FAIO_EINVAL);
+    faio::spawn(std::move(taken));
+    co_return;
+}
+
+// A task moved from holds no coroutine: co_await of it, faio::block_on or
+// faio::spawn given it used to resume a null coroutine handle and crash the
+// process (found by a reviewer). Run in a child process (run_isolated), so
+// that a crash is this test's FAIL, not the end of the suite.
+void test_empty_tasks(faio::runtime &rt)
+{
+    faio::block_on(rt, await_moved_from());
+
+    auto t = forty_two();
+    auto taken = std::move(t);
+    CHECK_THROWS(faio::block_on(rt, std::move(t)), FAIO_EINVAL);
+    CHECK(faio::block_on(rt, std::move(taken)) == 42);
+
+    auto v = count_one();
+    auto v_taken = std::move(v);
+    counter = 0;
+    CHECK_THROWS(faio::spawn(rt, std::move(v)), FAIO_EINVAL);
+    faio::block_on(rt, spawn_moved_from());
+    faio::block_on(rt, std::move(v_taken));
+    CHECK(counter == 2); // the tasks that were not empty ran
+}
+
 using pipe_buffer = std::array<char, 8>;
 using read_op = decltype(faio::read(0, std::declval<pipe_buffer &>()));
 using sleep_op = decltype(faio::sleep(1ms));
@@ -729,11 +781,66 @@ void test_io_made_on_another_runtime(faio::runtime &rt)
     ::close(p[1]);
 }
 
+// Tests of misuse that used to crash the process run in a child process:
+// this program, run with --only NAME.
+struct isolated_test {
+    const char *name;
+    void (*fn)(faio::runtime &);
+};
+
+const isolated_test isolated_tests[] = {
+    {"c++: co_await, block_on and spawn of an empty task throw FAIO_EINVAL", test_empty_tasks},
+};
+
+// run_isolated runs the isolated test named name in a child process, which
+// prints its PASS or FAIL line; a child that dies without one is a FAIL
+// printed here.
+void run_isolated(const char *name)
+{
+    std::fflush(stdout);
+    char only[] = "--only";
+    char self[] = "/proc/self/exe";
+    char *argv[] = {self, only, const_cast<char *>(name), nullptr};
+    pid_t pid;
+    int status = 0;
+    int rc = posix_spawn(&pid, self, nullptr, nullptr, argv, environ);
+    if (rc == 0 && waitpid(pid, &status, 0) != pid)
+        rc = errno;
+    if (rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) <= 1) {
+        (WEXITSTATUS(status) == 0 ? passed : failed)++;
+        return;
+    }
+    failed++;
+    if (rc != 0)
+        std::printf("FAIL %s (could not run it: %s)\n", name, std::strerror(rc));
+    else if (WIFSIGNALED(status))
+        std::printf("FAIL %s (killed by signal %d: %s)\n", name, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        std::printf("FAIL %s (exit status %d)\n", name, WEXITSTATUS(status));
+    std::fflush(stdout);
+}
+
+// run_only is the child's side of run_isolated.
+int run_only(const char *name)
+{
+    for (const auto &t : isolated_tests) {
+        if (std::strcmp(t.name, name) == 0) {
+            faio::runtime rt;
+            run_test(t.name, [&] { t.fn(rt); });
+            return failed == 0 ? 0 : 1;
+        }
+    }
+    std::fprintf(stderr, "no isolated test named %s\n", name);
+    return 2;
+}
+
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    if (argc == 3 && std::strcmp(argv[1], "--only") == 0)
+        return run_only(argv[2]);
     faio::runtime rt;
     run_test("c++: spawn 100,000 tasks in block_on", [&] { test_spawn(rt); });
     run_test("c++: task values and exceptions", [&] { test_task_values(rt); });
@@ -756,6 +863,8 @@ int main()
              [&] { test_io_made_on_another_runtime(rt); });
     run_test("c++: runtime::close inside a coroutine keeps the runtime", [&] { test_close_inside_coroutine(rt); });
     run_test("c++: a sleep of more than 292 years waits until shutdown", test_sleep_forever);
+    for (const auto &t : isolated_tests)
+        run_isolated(t.name);
     std::printf("c++: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
