@@ -134,7 +134,11 @@ inline bool foreign(faio_runtime rt) noexcept
 // runtime owns a faio_runtime: freed (shut down, waiting for everything
 // still running) by the destructor, which must therefore run on a host
 // thread, not inside a coroutine (there faio refuses the free and the
-// runtime would leak). It converts to faio_runtime.
+// runtime would leak). Move assignment into a runtime that holds one frees
+// it the same way, but inside a coroutine it throws
+// FAIO_EWOULDBLOCK_WORKER, as close does, and changes neither runtime; a
+// moved-from (empty) runtime may be assigned anywhere. It converts to
+// faio_runtime.
 class runtime {
 public:
     runtime() : runtime(faio_config{}) {}
@@ -142,10 +146,13 @@ public:
     explicit runtime(int workers) : runtime(config_with(workers)) {}
     ~runtime() { reset(); }
     runtime(runtime &&o) noexcept : h_(std::exchange(o.h_, faio_runtime{})) {}
-    runtime &operator=(runtime &&o) noexcept
+    // Not noexcept: see above. Other errors of the free are ignored, as by
+    // the destructor.
+    runtime &operator=(runtime &&o)
     {
         if (this != &o) {
-            reset();
+            if (h_.h != 0 && faio_runtime_free(h_) == FAIO_EWOULDBLOCK_WORKER)
+                throw error(FAIO_EWOULDBLOCK_WORKER);
             h_ = std::exchange(o.h_, faio_runtime{});
         }
         return *this;

@@ -643,6 +643,39 @@ void test_close_inside_coroutine(faio::runtime &rt)
     CHECK_THROWS(victim.close(), FAIO_EBADHANDLE);
 }
 
+faio::task<> assign_inside(faio::runtime &target, faio::runtime &source)
+{
+    target = std::move(source);
+    co_return;
+}
+
+// Move assignment into a runtime frees the one it held, which faio refuses
+// inside a coroutine: the assignment throws, as close does, and changes
+// neither runtime. It used to drop the old handle silently, leaking that
+// runtime and its workers for good.
+void test_assign_inside_coroutine(faio::runtime &rt)
+{
+    faio::runtime target(1), source(2);
+    faio_runtime old = target.get(), moved = source.get();
+    CHECK_THROWS(faio::block_on(rt, assign_inside(target, source)), FAIO_EWOULDBLOCK_WORKER);
+    CHECK_THROWS(faio::block_on(target, assign_inside(target, source)), FAIO_EWOULDBLOCK_WORKER);
+    CHECK(target.get().h == old.h && source.get().h == moved.h);
+    CHECK(target.stats().workers == 1 && source.stats().workers == 2);
+
+    // An empty runtime holds nothing to free: assigning to it works there.
+    faio::runtime empty(std::move(source));
+    CHECK(source.get().h == 0);
+    CHECK_THROWS(faio::block_on(rt, assign_inside(source, empty)), 0);
+    CHECK(source.get().h == moved.h && empty.get().h == 0);
+
+    // On a host thread the old runtime is freed, not leaked.
+    target = std::move(source);
+    CHECK(target.get().h == moved.h && source.get().h == 0);
+    faio_runtime_stats st;
+    CHECK(faio_stats(old, &st) == FAIO_EBADHANDLE);
+    CHECK(target.stats().workers == 2);
+}
+
 std::atomic<int> slept_forever;
 
 template <class D> faio::task<> sleep_for(D d)
@@ -862,6 +895,8 @@ int main(int argc, char **argv)
     run_test("c++: I/O and sleep made on another runtime run on their awaiter's",
              [&] { test_io_made_on_another_runtime(rt); });
     run_test("c++: runtime::close inside a coroutine keeps the runtime", [&] { test_close_inside_coroutine(rt); });
+    run_test("c++: runtime move assignment inside a coroutine keeps both runtimes",
+             [&] { test_assign_inside_coroutine(rt); });
     run_test("c++: a sleep of more than 292 years waits until shutdown", test_sleep_forever);
     for (const auto &t : isolated_tests)
         run_isolated(t.name);
