@@ -43,6 +43,11 @@ static inline int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Every FAIO_E* code of faio.h, in test_misuse.c: the tests of error texts
+ * iterate this one list, which a new code must join. */
+extern const int faio_codes[];
+extern const int faio_codes_count;
+
 /* new_runtime makes a runtime with n workers (0: default) or fails the test
  * run: nothing else can be tested without one. */
 faio_runtime new_runtime(int workers);

@@ -18,16 +18,16 @@
 
 /* ---- error texts ---- */
 
-static const int faio_codes[] = {
+const int faio_codes[] = {
     FAIO_EINVAL, FAIO_EBADHANDLE, FAIO_ESHUTDOWN, FAIO_EWOULDBLOCK_WORKER, FAIO_EBUSY,
     FAIO_EAGAIN, FAIO_ECLOSED, FAIO_ECANCELED, FAIO_ENOTLOCKED, FAIO_ENOTWORKER,
     FAIO_ENOMEM, FAIO_EINTERNAL, FAIO_ENOURING,
 };
-enum { FAIO_CODES = sizeof faio_codes / sizeof faio_codes[0] };
+const int faio_codes_count = sizeof faio_codes / sizeof faio_codes[0];
 
 static void test_strerror_every_code(void)
 {
-    for (int i = 0; i < FAIO_CODES; i++) {
+    for (int i = 0; i < faio_codes_count; i++) {
         const char *s = faio_strerror(faio_codes[i]);
         CHECK(s != NULL && strncmp(s, "faio: ", 6) == 0);
         for (int j = 0; j < i; j++)
@@ -41,7 +41,7 @@ static void test_strerror_every_code(void)
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = faio_strerror(unknown[i]);
         CHECK(s != NULL);
-        for (int j = 0; j < FAIO_CODES; j++)
+        for (int j = 0; j < faio_codes_count; j++)
             CHECK(s == NULL || strcmp(s, faio_strerror(faio_codes[j])) != 0);
     }
     /* errnos: the C library's text, for every one it knows. */
