@@ -157,7 +157,11 @@ func TestServers(t *testing.T) {
 	for _, s := range servers {
 		t.Run(s.name, func(t *testing.T) {
 			rt := newRuntime(t)
-			addr, shutdown := s.start(t, rt, nil, 500*time.Millisecond)
+			// A read timeout that a 10 MB upload under -race on a loaded
+			// machine stays well within (at 500 ms it did not, once); the
+			// slow client's subtest has a server of its own with a short
+			// one.
+			addr, shutdown := s.start(t, rt, nil, 30*time.Second)
 			base := "http://" + addr
 			tr := &http.Transport{MaxIdleConnsPerHost: 1}
 			defer tr.CloseIdleConnections()
@@ -241,6 +245,14 @@ func TestServers(t *testing.T) {
 			})
 
 			t.Run("slow client hits the read timeout", func(t *testing.T) {
+				addr, shutdown := s.start(t, rt, nil, 500*time.Millisecond)
+				defer func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					if err := shutdown(ctx); err != nil {
+						t.Errorf("Shutdown: %v", err)
+					}
+				}()
 				c, err := net.Dial("tcp", addr)
 				if err != nil {
 					t.Fatal(err)
