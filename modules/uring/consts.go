@@ -29,6 +29,11 @@ const (
 	SetupSingleIssuer  uint32 = 1 << 12 // only the creating thread may submit
 	SetupDeferTaskrun  uint32 = 1 << 13 // completion work runs only when the issuer waits; needs SetupSingleIssuer
 	setupUnsupportedBy        = SetupSQE128 | SetupCQE32
+	// setupKnown are the flags above. New refuses later ones, which may
+	// change the layout it maps: with IORING_SETUP_NO_SQARRAY (1<<16) the
+	// kernel has no SQ index array, and filling the one New expects would
+	// overwrite the ring's head, tail and sizes.
+	setupKnown uint32 = 1<<14 - 1
 )
 
 // Feature bits reported by the kernel in Params.Features and Ring.Features.

@@ -15,7 +15,8 @@ var (
 	ErrClosed = errors.New("faio/uring: ring closed")
 
 	// ErrNotSupported means the kernel or this binding lacks a feature:
-	// io_uring itself (ENOSYS at setup), 128-byte SQEs or 32-byte CQEs.
+	// io_uring itself (ENOSYS at setup), 128-byte SQEs or 32-byte CQEs, or
+	// a setup flag newer than this package.
 	// Errors from New that match it also match the underlying errno.
 	ErrNotSupported = errors.New("faio/uring: not supported")
 

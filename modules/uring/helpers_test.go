@@ -1,6 +1,7 @@
 package uring
 
 import (
+	"bytes"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -151,4 +152,24 @@ func tcpPair(t testing.TB) (client, server int) {
 	}
 	t.Cleanup(func() { unix.Close(server) })
 	return client, server
+}
+
+// openFds counts the process's open file descriptors, ringMappings its
+// mappings of io_uring memory: a failed New must leave both as they were.
+func openFds(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func ringMappings(t testing.TB) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("[io_uring]"))
 }

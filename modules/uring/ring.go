@@ -2,6 +2,7 @@ package uring
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 	"unsafe"
 
@@ -27,7 +28,10 @@ type Params struct {
 	// return it holds the CQ size the kernel chose.
 	CQEntries uint32
 	// Flags are Setup* flags, passed to the kernel unchanged (apart from
-	// SetupCQSize above). SetupSQE128 and SetupCQE32 are refused.
+	// SetupCQSize above). SetupSQE128, SetupCQE32 and every flag this
+	// package does not define are refused (ErrNotSupported): later ones
+	// change the ring layout it maps (IORING_SETUP_NO_SQARRAY,
+	// IORING_SETUP_CQE_MIXED, IORING_SETUP_NO_MMAP ...).
 	Flags uint32
 	// SQThreadCPU is the CPU the SQ poll thread is pinned to (with
 	// SetupSQPoll|SetupSQAff).
@@ -163,8 +167,8 @@ func New(entries uint32, p *Params) (*Ring, error) {
 	if entries == 0 {
 		entries = DefaultEntries
 	}
-	if want.Flags&setupUnsupportedBy != 0 {
-		return nil, errors.Join(ErrNotSupported, errors.New("faio/uring: SetupSQE128 and SetupCQE32 change the entry layout this binding uses"))
+	if bad := want.Flags & (setupUnsupportedBy | ^setupKnown); bad != 0 {
+		return nil, errors.Join(ErrNotSupported, fmt.Errorf("faio/uring: setup flags %#x change the ring layout this binding uses", bad))
 	}
 	kp := kernelParams{
 		flags:        want.Flags,

@@ -170,6 +170,45 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
+// Setup flags newer than the package are refused before the kernel sees
+// them: IORING_SETUP_NO_SQARRAY, which kernels since 6.6 accept, left New
+// filling an SQ index array that does not exist over the ring's head, tail
+// and sizes, and the first nop came back with the wrong user data. Failed
+// setups, the kernel's refusals included, leave no descriptor or mapping
+// behind.
+func TestNewRefusesUnknownFlags(t *testing.T) {
+	const (
+		noMmap    = 1 << 14 // IORING_SETUP_NO_MMAP
+		noSQArray = 1 << 16 // IORING_SETUP_NO_SQARRAY
+		cqeMixed  = 1 << 18 // IORING_SETUP_CQE_MIXED
+	)
+	fds, maps := openFds(t), ringMappings(t)
+	for _, flags := range []uint32{noMmap, noSQArray, cqeMixed, 1 << 31, SetupCQE32} {
+		if r, err := New(8, &Params{Flags: flags}); !errors.Is(err, ErrNotSupported) {
+			if r != nil {
+				r.Close()
+			}
+			t.Errorf("flags %#x: New = %v, want ErrNotSupported", flags, err)
+		}
+	}
+	for _, tt := range []struct {
+		entries uint32
+		p       Params
+	}{
+		{MaxEntries + 1, Params{}},
+		{8, Params{CQEntries: 4}},
+		{8, Params{Flags: SetupCQSize}},
+		{8, Params{Flags: SetupAttachWQ, WQFd: 1 << 30}},
+	} {
+		if _, err := New(tt.entries, &tt.p); err == nil {
+			t.Errorf("New(%d, %+v) succeeded", tt.entries, tt.p)
+		}
+	}
+	if got, gotMaps := openFds(t), ringMappings(t); got != fds || gotMaps != maps {
+		t.Errorf("after failed setups: %d descriptors (was %d), %d mappings (was %d)", got, fds, gotMaps, maps)
+	}
+}
+
 // The errnos io_uring_setup fails with for environmental reasons cannot be
 // provoked on this machine; check the explanation built for each.
 func TestSetupErrorHints(t *testing.T) {
