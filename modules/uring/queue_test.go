@@ -402,3 +402,33 @@ func TestWaitTimeoutFullSQ(t *testing.T) {
 		t.Errorf("cancelled %d recvs, want 4", got[99].Res)
 	}
 }
+
+// Waiting for more completions than the CQ holds waits for a full CQ, as
+// the kernel does, and the rest stay held back, not lost. It used to spin
+// in io_uring_enter, which returned at once each time, until the timeout
+// (forever with SubmitAndWait).
+func TestWaitMoreThanCQ(t *testing.T) {
+	r := newRing(t, 8, &Params{CQEntries: 8})
+	const total = 16
+	for round := range 2 {
+		for i := range 8 {
+			s := getSQE(t, r)
+			s.PrepNop()
+			s.SetUserData(uint64(round*8 + i))
+		}
+		if round == 0 {
+			submit(t, r)
+		}
+	}
+	start := time.Now()
+	n, err := r.SubmitAndWaitTimeout(total, 2*time.Second)
+	if n != 8 || err != nil {
+		t.Fatalf("SubmitAndWaitTimeout(%d) with a CQ of 8 = %d, %v after %v; want 8, nil", total, n, err, time.Since(start))
+	}
+	if r.CQReady() != 8 || !r.CQHeld() {
+		t.Fatalf("CQReady %d, CQHeld %v; want a full CQ and the rest held", r.CQReady(), r.CQHeld())
+	}
+	if got := reapN(t, r, total); len(got) != total {
+		t.Fatalf("reaped %d of %d", len(got), total)
+	}
+}

@@ -184,6 +184,8 @@ func (r *Ring) Submit() (int, error) {
 
 // SubmitAndWait submits like Submit, then blocks until at least waitNr
 // completions are ready in the CQ. Interruptions by signals are retried.
+// A waitNr above the CQ size waits for a full CQ, as the kernel does:
+// completions beyond it are held back until the CQ is reaped.
 func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
 	return r.submitAndWait(waitNr, -1)
 }
@@ -203,6 +205,9 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 	if r.closed {
 		return 0, ErrClosed
 	}
+	// More than the CQ holds can never be ready in it; the kernel caps its
+	// own wait the same way, so a larger count would only spin.
+	waitNr = min(waitNr, r.cq.entries)
 	var deadline time.Time
 	if waitNr > 0 && timeout > 0 {
 		deadline = time.Now().Add(timeout)
