@@ -213,19 +213,23 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 		deadline = time.Now().Add(timeout)
 	}
 	sqpoll := r.flags&SetupSQPoll != 0
-	submitted, armed := 0, 0
+	submitted, armed, expired := 0, 0, false
 	for {
 		block := waitNr > 0 && timeout != 0 && r.userReady() < waitNr
+		var remaining time.Duration
+		if block && timeout > 0 {
+			if remaining = time.Until(deadline); remaining <= 0 {
+				// Out of time, perhaps before the first round: still
+				// submit what is queued, as a zero timeout does.
+				block, expired = false, true
+			}
+		}
 		var arg unsafe.Pointer
 		var argSize uintptr
 		var flags, minComplete uint32
 		if block {
 			flags, minComplete = enterGetEvents, waitNr
 			if timeout > 0 {
-				remaining := time.Until(deadline)
-				if remaining <= 0 {
-					return r.result(submitted, armed, ErrTimeout)
-				}
 				if r.features&FeatExtArg != 0 {
 					r.waitTS = unix.NsecToTimespec(int64(remaining))
 					arg, argSize, flags = unsafe.Pointer(&r.waitArg), getEventsArgSize, flags|enterExtArg
@@ -277,11 +281,15 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 		if waitNr == 0 || r.userReady() >= waitNr {
 			break
 		}
-		if timeout == 0 || timedOut {
+		if timeout == 0 || timedOut || expired {
 			return r.result(submitted, armed, ErrTimeout)
 		}
 		// Woken early (a signal after some entries were submitted, or a
 		// partial submission): go round with the time that is left.
+	}
+	if waitNr > 0 && r.userReady() < waitNr {
+		// Left without entering the kernel: a zero or spent timeout.
+		return r.result(submitted, armed, ErrTimeout)
 	}
 	return r.result(submitted, armed, nil)
 }

@@ -2,6 +2,7 @@ package uring
 
 import (
 	"errors"
+	"math"
 	"syscall"
 	"testing"
 	"time"
@@ -287,6 +288,53 @@ func TestWaitTimeout(t *testing.T) {
 			}
 			if r.internalPending != 0 && r.CQReady() != 0 {
 				t.Errorf("internal timeout CQEs left in the CQ: %d", r.CQReady())
+			}
+		})
+	}
+}
+
+// Zero, spent, negative and huge timeouts: a wait that cannot wait still
+// submits what is queued, and reports ErrTimeout whenever fewer than waitNr
+// completions are ready. A timeout of 1ns used to run out before the first
+// round and return without submitting, and a zero one on an idle ring
+// returned nil.
+func TestWaitTimeoutEdges(t *testing.T) {
+	for _, mode := range []string{"ext_arg", "timeout_sqe"} {
+		t.Run(mode, func(t *testing.T) {
+			r := newRing(t, 4, nil)
+			if mode == "timeout_sqe" {
+				withoutExtArg(r)
+			}
+			if n, err := r.SubmitAndWaitTimeout(1, 0); n != 0 || !errors.Is(err, ErrTimeout) {
+				t.Errorf("SubmitAndWaitTimeout(1, 0) on an idle ring = %d, %v; want 0, ErrTimeout", n, err)
+			}
+			for _, timeout := range []time.Duration{0, time.Nanosecond, -time.Nanosecond, math.MaxInt64} {
+				s := getSQE(t, r)
+				s.PrepNop()
+				s.SetUserData(7)
+				n, err := r.SubmitAndWaitTimeout(1, timeout)
+				if n != 1 || r.SQReady() != 0 {
+					t.Fatalf("SubmitAndWaitTimeout(1, %v) = %d, %v with SQReady %d; want the nop submitted", timeout, n, err, r.SQReady())
+				}
+				if err != nil && !errors.Is(err, ErrTimeout) {
+					t.Fatalf("SubmitAndWaitTimeout(1, %v): %v", timeout, err)
+				}
+				if c := reapOne(t, r, 7); c.Res != 0 {
+					t.Errorf("nop after SubmitAndWaitTimeout(1, %v): %+v", timeout, c)
+				}
+			}
+			getSQE(t, r).PrepNop()
+			c, err := r.WaitCQE(time.Nanosecond)
+			if r.SQReady() != 0 {
+				t.Fatal("WaitCQE(1ns) left the nop unsubmitted")
+			}
+			switch {
+			case c != nil:
+				r.CQESeen(c)
+			case errors.Is(err, ErrTimeout):
+				nextCQE(t, r)
+			default:
+				t.Fatalf("WaitCQE(1ns): %v", err)
 			}
 		})
 	}
