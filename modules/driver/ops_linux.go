@@ -84,7 +84,7 @@ func opID(i int32, gen uint32) OpID { return OpID(uint64(i)<<recordGenBits | uin
 // cfg.SubmitBatch entries are prepared, counting a socket entry as a
 // socketShare-th of one, else at the next Reap or Wait). cfg.Done
 // receives the completion. Start never fails for a full submission queue:
-// it submits (and reaps) until an entry is free.
+// it submits (and reaps) until an entry is free. It panics after Close.
 func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
 	i := r.recs.alloc()
 	rec := &r.recs.recs[i]
@@ -198,11 +198,15 @@ func (r *Ring[T]) completeOp(cqe *uring.CQE) bool {
 
 // getSQE returns a free submission entry, submitting (and, if the kernel
 // pushes back, reaping completions) until one is free: an operation waits
-// for room, it never fails for lack of it.
+// for room, it never fails for lack of it. On a closed ring, where no
+// entry ever frees up, it panics.
 func (r *Ring[T]) getSQE() *uring.SQE {
 	for tries := 0; ; tries++ {
 		if sqe := r.ring.GetSQE(); sqe != nil {
 			return sqe
+		}
+		if r.ring.Fd() < 0 {
+			panic("faio/driver: operation started on a closed ring")
 		}
 		r.submit()
 		if sqe := r.ring.GetSQE(); sqe != nil {

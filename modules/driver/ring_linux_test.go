@@ -450,6 +450,33 @@ func TestRingWakeRacesClose(t *testing.T) {
 	}
 }
 
+// Start after Close panics at once. It used to spin forever: no entry
+// ever frees up on a closed ring, and each round handed ErrClosed to
+// cfg.Failed and tried again.
+func TestRingStartAfterClose(t *testing.T) {
+	var failed atomic.Int64
+	r, err := NewRing(RingConfig[int]{Entries: 4, SubmitBatch: 1,
+		Done:   func(int, uint64, Result) bool { return false },
+		Failed: func(error) { failed.Add(1) }})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	r.Close()
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		r.Start(nopOp{}, 1, 1)
+	}()
+	select {
+	case v := <-panicked:
+		if msg, _ := v.(string); !strings.Contains(msg, "closed ring") {
+			t.Fatalf("Start after Close: panic %v, want one naming the closed ring", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Start after Close still running after 5s (%d failures reported)", failed.Load())
+	}
+}
+
 // A refused io_uring_setup is NewRing's error, with the kernel's reason.
 func TestNewRingRefused(t *testing.T) {
 	old := setup
