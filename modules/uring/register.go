@@ -107,6 +107,9 @@ var errNoFiles = errors.New("faio/uring: RegisterFiles needs at least one descri
 // request. Entries of -1 are empty slots for RegisterFilesUpdate. The kernel
 // takes its own references, so fds may be closed afterwards.
 func (r *Ring) RegisterFiles(fds []int32) error {
+	if r.closed {
+		return ErrClosed
+	}
 	if len(fds) == 0 {
 		return errNoFiles
 	}
@@ -124,6 +127,9 @@ type filesUpdate struct {
 // RegisterFilesUpdate replaces the fixed-file slots starting at offset with
 // fds (-1 empties a slot) and returns how many were updated.
 func (r *Ring) RegisterFilesUpdate(offset uint32, fds []int32) (int, error) {
+	if r.closed {
+		return 0, ErrClosed
+	}
 	if len(fds) == 0 {
 		return 0, nil
 	}
@@ -149,6 +155,9 @@ var errNoBuffers = errors.New("faio/uring: RegisterBuffers needs at least one no
 // reused while the kernel holds them; the caller must not reslice them into
 // other uses either. Locked memory counts against RLIMIT_MEMLOCK.
 func (r *Ring) RegisterBuffers(bufs [][]byte) error {
+	if r.closed {
+		return ErrClosed
+	}
 	if len(bufs) == 0 {
 		return errNoBuffers
 	}

@@ -311,6 +311,11 @@ func TestClosedRing(t *testing.T) {
 	check("RegisterFilesUpdate", err)
 	check("UnregisterFiles", r.UnregisterFiles())
 	check("RegisterBuffers", r.RegisterBuffers([][]byte{make([]byte, 8)}))
+	// Empty arguments too: the closed ring is the error, not the argument.
+	check("RegisterFiles(nil)", r.RegisterFiles(nil))
+	_, err = r.RegisterFilesUpdate(0, nil)
+	check("RegisterFilesUpdate(nil)", err)
+	check("RegisterBuffers(nil)", r.RegisterBuffers(nil))
 	check("UnregisterBuffers", r.UnregisterBuffers())
 	check("Enable", r.Enable())
 	if r.GetSQE() != nil {
