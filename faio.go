@@ -168,7 +168,7 @@ var (
 	ErrChannelClosed = channel.ErrClosed // the other side is gone
 	ErrChannelFull   = channel.ErrFull   // TrySend found no room
 	ErrChannelEmpty  = channel.ErrEmpty  // TryRecv found nothing
-	// ErrDuplicateCase: Select was given one Case twice.
+	// ErrDuplicateCase: Select was given one Case twice, or one in use by another Select.
 	ErrDuplicateCase = channel.ErrDuplicateCase
 )
 

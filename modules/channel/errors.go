@@ -22,8 +22,9 @@ var (
 	ErrEmpty = errors.New("faio/channel: empty")
 
 	// ErrDuplicateCase is returned by Select, which then does nothing, when
-	// one Case appears twice among its cases.
-	ErrDuplicateCase = errors.New("faio/channel: the same Case twice in one Select")
+	// one Case appears twice among its cases or is in use by another Select
+	// that has not returned yet.
+	ErrDuplicateCase = errors.New("faio/channel: the same Case twice in one Select or in two at once")
 
 	// errEndClosed is what Close returns for an end closed before: the
 	// counts of ends were not touched.

@@ -4,17 +4,22 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 
 	"github.com/faio-go/faio/modules/runtime"
 )
 
 // Case is one operation of a Select, made by Sender.SendCase or
 // Receiver.RecvCase. A Case may be passed to many Select calls one after
-// the other, but to one Select at a time and only once per call (Select
-// refuses a Case given twice with ErrDuplicateCase). Two Cases of one
-// channel, made by two calls of SendCase or RecvCase, may go to one
-// Select.
+// the other, but to one Select at a time and only once per call: Select
+// refuses, with ErrDuplicateCase, a Case given twice or one that another
+// Select is using. Two Cases of one channel, made by two calls of SendCase
+// or RecvCase, may go to one Select.
 type Case interface {
+	// acquire marks the Case as used by a Select, reporting false when
+	// one already uses it; release, once that Select is done with it.
+	acquire() bool
+	release()
 	lock() *chanLock
 	// tryLocked attempts the operation without waiting; the channel's lock
 	// is held. It returns the Waker of the peer served, to wake once the
@@ -38,8 +43,9 @@ type Case interface {
 //
 // Select returns -1 and ctx.Err() when ctx ends first (then no case
 // happened), or at once when ctx is already done. It returns -1 and
-// ErrDuplicateCase, doing nothing, when one Case appears twice in cases. With no non-nil case it
-// waits for ctx to end. Like Send and Recv it suspends a task and blocks a
+// ErrDuplicateCase, doing nothing, when one Case appears twice in cases or
+// is in a Select that has not returned yet. With no non-nil case it waits
+// for ctx to end. Like Send and Recv it suspends a task and blocks a
 // plain goroutine.
 //
 // Select locks the channels of its cases together (in a fixed global
@@ -56,16 +62,27 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 	var lockBuf [8]*chanLock
 	order, locks := orderBuf[:0], lockBuf[:0]
 	for i, k := range cases {
-		if k != nil {
-			order = append(order, i)
-			locks = append(locks, k.lock())
+		if k == nil {
+			continue
 		}
+		if !k.acquire() {
+			// Given twice, or in use by another Select: queued twice,
+			// its one waiter node would corrupt the channel's queue,
+			// and a later Send or Recv there would crash.
+			releaseAll(cases, order)
+			return -1, ErrDuplicateCase
+		}
+		order = append(order, i)
+		locks = append(locks, k.lock())
 	}
-	if hasDuplicate(cases, order) {
-		// Queued twice, its one waiter node would corrupt the channel's
-		// queue, and a later Send or Recv there would crash.
-		return -1, ErrDuplicateCase
-	}
+	i, err := selectAcquired(ctx, cases, order, locks)
+	releaseAll(cases, order)
+	return i, err
+}
+
+// selectAcquired is Select once it has acquired the non-nil cases, whose
+// indexes order holds, and gathered their locks.
+func selectAcquired(ctx context.Context, cases []Case, order []int, locks []*chanLock) (int, error) {
 	for i := len(order) - 1; i > 0; i-- {
 		j := rand.IntN(i + 1)
 		order[i], order[j] = order[j], order[i]
@@ -129,29 +146,19 @@ func selectWait(ctx context.Context, cases []Case, order []int, locks []*chanLoc
 	return w.index, cases[w.index].result()
 }
 
-// hasDuplicate reports whether a Case appears twice among the cases at
-// the indexes in order (the non-nil ones). A Select has few cases: pairs
-// are compared up to 16 of them, a map sees to more.
-func hasDuplicate(cases []Case, order []int) bool {
-	if len(order) <= 16 {
-		for a, i := range order {
-			for _, j := range order[a+1:] {
-				if cases[i] == cases[j] {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	seen := make(map[Case]struct{}, len(order))
+// releaseAll releases the cases at the indexes in order.
+func releaseAll(cases []Case, order []int) {
 	for _, i := range order {
-		if _, ok := seen[cases[i]]; ok {
-			return true
-		}
-		seen[cases[i]] = struct{}{}
+		cases[i].release()
 	}
-	return false
 }
+
+// caseUse is the mark of a Case that a Select uses, from the start of
+// the Select to its return.
+type caseUse struct{ busy atomic.Bool }
+
+func (u *caseUse) acquire() bool { return u.busy.CompareAndSwap(false, true) }
+func (u *caseUse) release()      { u.busy.Store(false) }
 
 // sortLocks sorts locks by id and drops duplicates (cases on one channel).
 // Selects are small: insertion sort.
@@ -178,6 +185,7 @@ func unlockAll(locks []*chanLock) {
 
 // sendCase is the Case of Sender.SendCase.
 type sendCase[T any] struct {
+	caseUse
 	s    *Sender[T]
 	v    T
 	node waiter[T]
@@ -214,6 +222,7 @@ func (k *sendCase[T]) result() error {
 
 // recvCase is the Case of Receiver.RecvCase.
 type recvCase[T any] struct {
+	caseUse
 	r    *Receiver[T]
 	dst  *T
 	node waiter[T]

@@ -341,3 +341,43 @@ func TestSelectRefusesACaseGivenTwice(t *testing.T) {
 		t.Fatalf("Recv after = %d, %v", v, err)
 	}
 }
+
+// One Case in two Selects at once is refused like a Case given twice to
+// one: the second Select returns ErrDuplicateCase at once and the first
+// goes on unharmed. The second Select used to queue the Case's one waiter
+// node a second time, which linked the channel's queue into a cycle; it
+// then waited for its own context, and left the node queued for good.
+func TestSelectRefusesACaseInUseByAnotherSelect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tx, rx := New[int](0)
+	var got int
+	k := rx.RecvCase(&got)
+	first := make(chan error, 1)
+	go func() {
+		i, err := Select(ctx, k)
+		if err == nil && (i != 0 || got != 1) {
+			err = fmt.Errorf("first Select = %d with %d, want case 0 with 1", i, got)
+		}
+		first <- err
+	}()
+	waitQueued(t, tx.ch, 0, 1)
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
+	if i, err := Select(short, k); i != -1 || !errors.Is(err, ErrDuplicateCase) {
+		t.Fatalf("second Select = %d, %v; want -1, ErrDuplicateCase", i, err)
+	}
+	waitQueued(t, tx.ch, 0, 1)
+	if err := tx.Send(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	waitQueued(t, tx.ch, 0, 0)
+	// Free again once the first Select returned.
+	go func() { _ = tx.Send(context.Background(), 2) }()
+	if i, err := Select(ctx, k); i != 0 || err != nil || got != 2 {
+		t.Fatalf("Select after = %d, %v, value %d", i, err, got)
+	}
+}
