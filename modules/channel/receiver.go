@@ -160,5 +160,7 @@ func (r *Receiver[T]) Len() int { return r.ch.len() }
 func (r *Receiver[T]) Cap() int { return r.ch.buf.Cap() }
 
 // RecvCase returns a Select case that receives through r and stores the
-// value in *dst when the case fires (dst may be nil to discard it).
+// value in *dst when the case fires with one (dst may be nil to discard
+// it). When the case fires with ErrClosed, *dst is left unchanged, where a
+// receive from a closed Go channel would have stored the zero value.
 func (r *Receiver[T]) RecvCase(dst *T) Case { return &recvCase[T]{r: r, dst: dst} }

@@ -116,8 +116,9 @@ func TestSelectClosedCasesAreReady(t *testing.T) {
 	if err := txA.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if i, err := Select(ctx, rxA.RecvCase(nil), rxB.RecvCase(nil)); i != 0 || !errors.Is(err, ErrClosed) {
-		t.Fatalf("Select over a closed channel = %d, %v", i, err)
+	dst := 7
+	if i, err := Select(ctx, rxA.RecvCase(&dst), rxB.RecvCase(nil)); i != 0 || !errors.Is(err, ErrClosed) || dst != 7 {
+		t.Fatalf("Select over a closed channel = %d, %v, *dst %d (want it unchanged)", i, err, dst)
 	}
 	if err := rxB.Close(); err != nil {
 		t.Fatal(err)
