@@ -1,0 +1,134 @@
+package channel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Ends close under Selects that wait or run: producers Select between
+// sending on a rendezvous channel and a buffered one through ends of their
+// own, consumers Select between receiving from either through ends of
+// their own, and every such end is closed by another goroutine at an
+// arbitrary point; one consumer in three Selects with a deadline now and
+// then, so cancellations race too. Two receivers that are never closed
+// drain to the end. A value whose Select sent it is received exactly once;
+// a value whose Select failed is never received.
+func TestStressCloseRacesSelect(t *testing.T) {
+	rounds := 100
+	if raceEnabled {
+		rounds = 30
+	}
+	const producers, consumers, perProducer = 3, 3, 200
+	rt := newRuntime(t, 2)
+	for r := range rounds {
+		txA, rxA := New[uint64](0)
+		txB, rxB := New[uint64](2)
+		var mu sync.Mutex
+		sent := map[uint64]int{}
+		received := map[uint64]int{}
+		var fns []func(context.Context) error
+		var where []placement
+		var closers sync.WaitGroup
+		closeAt := func(progress *atomic.Int64, k int64, stop <-chan struct{}, ends ...func() error) {
+			closers.Go(func() {
+				for progress.Load() < k {
+					select {
+					case <-stop:
+						k = 0
+					default:
+						time.Sleep(time.Microsecond)
+					}
+				}
+				for _, c := range ends {
+					_ = c()
+				}
+			})
+		}
+		for p := range producers {
+			a, b := txA.Clone(), txB.Clone()
+			var progress atomic.Int64
+			closeAt(&progress, int64((r*7+p*131)%(perProducer+1)), nil, a.Close, b.Close)
+			fns = append(fns, func(ctx context.Context) error {
+				for i := range perProducer {
+					v := value(p, i)
+					_, err := Select(ctx, a.SendCase(v), b.SendCase(v))
+					var se *SendError[uint64]
+					switch {
+					case err == nil:
+						mu.Lock()
+						sent[v]++
+						mu.Unlock()
+					case errors.As(err, &se) && se.Value == v:
+					default:
+						return fmt.Errorf("producer %d: Select sending %#x = %v", p, v, err)
+					}
+					progress.Add(1)
+				}
+				return nil
+			})
+			where = append(where, placement((r+p)%2))
+		}
+		if err := txA.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txB.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// consume receives through a and b until both report ErrClosed.
+		consume := func(a, b *Receiver[uint64], progress *atomic.Int64, deadlines bool) func(context.Context) error {
+			return func(ctx context.Context) error {
+				var v uint64
+				cases := []Case{a.RecvCase(&v), b.RecvCase(&v)}
+				for n := 0; cases[0] != nil || cases[1] != nil; n++ {
+					sctx, cancel := ctx, context.CancelFunc(func() {})
+					if deadlines && n%5 == 0 {
+						sctx, cancel = context.WithTimeout(ctx, 20*time.Microsecond)
+					}
+					i, err := Select(sctx, cases...)
+					cancel()
+					switch {
+					case err == nil:
+						mu.Lock()
+						received[v]++
+						mu.Unlock()
+						progress.Add(1)
+					case errors.Is(err, ErrClosed):
+						cases[i] = nil
+					case i == -1 && errors.Is(err, context.DeadlineExceeded):
+					default:
+						return fmt.Errorf("Select receiving = %d, %v", i, err)
+					}
+				}
+				return nil
+			}
+		}
+		producersClosed := make(chan struct{})
+		for c := range consumers {
+			a, b := rxA.Clone(), rxB.Clone()
+			var progress atomic.Int64
+			closeAt(&progress, int64((r*11+c*97)%perProducer), producersClosed, a.Close, b.Close)
+			fns = append(fns, consume(a, b, &progress, c == 0))
+			where = append(where, placement((r+c+1)%2))
+		}
+		fns = append(fns, consume(rxA, rxB, new(atomic.Int64), false))
+		where = append(where, placement(r%2))
+		if err := runEach(rt, where, fns); err != nil {
+			t.Fatal(err)
+		}
+		close(producersClosed)
+		closers.Wait()
+		if len(sent) != len(received) {
+			t.Fatalf("round %d: %d values sent, %d received", r, len(sent), len(received))
+		}
+		for v, n := range received {
+			if n != 1 || sent[v] != 1 {
+				t.Fatalf("round %d: value %#x sent %d times, received %d times", r, v, sent[v], n)
+			}
+		}
+	}
+}
