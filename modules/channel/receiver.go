@@ -162,5 +162,12 @@ func (r *Receiver[T]) Cap() int { return r.ch.buf.Cap() }
 // RecvCase returns a Select case that receives through r and stores the
 // value in *dst when the case fires with one (dst may be nil to discard
 // it). When the case fires with ErrClosed, *dst is left unchanged, where a
-// receive from a closed Go channel would have stored the zero value.
-func (r *Receiver[T]) RecvCase(dst *T) Case { return &recvCase[T]{r: r, dst: dst} }
+// receive from a closed Go channel would have stored the zero value. On a
+// nil Receiver it returns a nil Case, which Select never picks: like a nil
+// channel in a select statement, a nil Receiver switches its case off.
+func (r *Receiver[T]) RecvCase(dst *T) Case {
+	if r == nil {
+		return nil
+	}
+	return &recvCase[T]{r: r, dst: dst}
+}

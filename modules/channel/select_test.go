@@ -382,3 +382,32 @@ func TestSelectRefusesACaseInUseByAnotherSelect(t *testing.T) {
 		t.Fatalf("Select after = %d, %v, value %d", i, err, got)
 	}
 }
+
+// A nil *Sender or *Receiver switches its case off, as a nil channel does
+// in a select statement: its SendCase and RecvCase are nil Cases, which
+// Select never picks. They used to be Cases around a nil end, on which
+// Select crashed with a nil pointer dereference.
+func TestSelectCaseOfANilEndIsNeverReady(t *testing.T) {
+	var noTx *Sender[int]
+	var noRx *Receiver[int]
+	if k := noTx.SendCase(1); k != nil {
+		t.Fatalf("SendCase of a nil Sender = %v, want a nil Case", k)
+	}
+	if k := noRx.RecvCase(nil); k != nil {
+		t.Fatalf("RecvCase of a nil Receiver = %v, want a nil Case", k)
+	}
+	tx, rx := New[int](1)
+	if err := tx.TrySend(4); err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	for range 10 {
+		i, err := Select(context.Background(), noTx.SendCase(1), noRx.RecvCase(&got), rx.RecvCase(&got))
+		if i != 2 || err != nil || got != 4 {
+			t.Fatalf("Select = %d, %v, value %d; want case 2 with 4", i, err, got)
+		}
+		if err := tx.TrySend(4); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

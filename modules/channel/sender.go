@@ -118,8 +118,15 @@ func (s *Sender[T]) Len() int { return s.ch.len() }
 // Cap returns the capacity the channel was made with.
 func (s *Sender[T]) Cap() int { return s.ch.buf.Cap() }
 
-// SendCase returns a Select case that sends v through s.
-func (s *Sender[T]) SendCase(v T) Case { return &sendCase[T]{s: s, v: v} }
+// SendCase returns a Select case that sends v through s. On a nil Sender
+// it returns a nil Case, which Select never picks: like a nil channel in a
+// select statement, a nil Sender switches its case off.
+func (s *Sender[T]) SendCase(v T) Case {
+	if s == nil {
+		return nil
+	}
+	return &sendCase[T]{s: s, v: v}
+}
 
 func (c *channel[T]) len() int {
 	c.mu.Lock()
