@@ -42,7 +42,8 @@
 // remainder, so its sleeps longer than 64 ms fired up to seconds early or
 // late; re-placing by the exact tick is the fix.) An entry further away
 // than the wheel's range is parked in the top slot that comes round last
-// and re-placed from there; none is dropped.
+// and re-placed from there; none is dropped. An Advance across the whole
+// range or more sorts the entries once rather than turning lap by lap.
 //
 // NextDeadline is exact, not a slot boundary: the first occupied slot of
 // the lowest occupied level holds the earliest entry, and each upper slot

@@ -445,3 +445,33 @@ func TestFireOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTimingAdvanceAcrossManyRanges jumps across entries spread over the
+// whole of time at a 1 ns resolution, where the wheel's range is 69 s and
+// each entry lies in a range of its own. Turning slot by slot re-placed
+// every entry still parked each time the cursor crossed a range, which
+// for these 50,000 entries took over ten seconds (hours of CPU under
+// -race); one sort takes milliseconds, so the bound has a wide margin.
+func TestTimingAdvanceAcrossManyRanges(t *testing.T) {
+	const n = 50000
+	w := newWheel(t, time.Nanosecond)
+	step := time.Duration(math.MaxInt64 / (n + 1))
+	for i := range n {
+		w.Insert(step*time.Duration(n-i), n-i) // out of order on purpose
+	}
+	start := time.Now()
+	prev := 0
+	fired := w.Advance(math.MaxInt64, func(v int) {
+		if v != prev+1 {
+			t.Fatalf("fired %d after %d", v, prev)
+		}
+		prev = v
+	})
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Advance across %d ranges took %v", n, took)
+	}
+	if fired != n {
+		t.Fatalf("fired %d of %d", fired, n)
+	}
+	wantEmpty(t, w)
+}
