@@ -164,8 +164,11 @@ func (d *Watchdog) sleep(ticker *time.Ticker) (quit bool) {
 		return true
 	case <-d.wake:
 	}
-	// A wake sent for an earlier sleep may have been pending; at worst
-	// this costs one extra sample.
+	// A wake sent for an earlier sleep may have been pending, and then no
+	// WakeUp has cleared asleep for this one: clear it here, or Asleep
+	// would report a sampling watchdog asleep. At worst a stale wake costs
+	// one extra sample.
+	d.asleep.Store(false)
 	ticker.Reset(d.threshold / 2)
 	return false
 }

@@ -2,6 +2,7 @@ package watchdog
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,4 +134,62 @@ func TestStartRefusesShortThreshold(t *testing.T) {
 		}
 	}()
 	Start(newFake(1), MinThreshold/2)
+}
+
+// scriptedWorkers is one worker whose samples follow a script, one entry
+// per Sample call, then stay awake; a script entry may call WakeUp first,
+// as a worker leaving park at that instant would.
+type scriptedWorkers struct {
+	ready  chan struct{} // closed once d is set
+	d      *Watchdog
+	calls  atomic.Int64
+	script []scripted
+}
+
+type scripted struct{ parked, wake bool }
+
+func (f *scriptedWorkers) NumWorkers() int { return 1 }
+
+func (f *scriptedWorkers) Sample(int) Sample {
+	<-f.ready
+	n := f.calls.Add(1)
+	if n > int64(len(f.script)) {
+		return Sample{}
+	}
+	s := f.script[n-1]
+	if s.wake {
+		f.d.WakeUp()
+	}
+	return Sample{Parked: s.parked}
+}
+
+func (f *scriptedWorkers) Stalled(int, any, time.Duration, int) {}
+
+// A worker that leaves park just as the watchdog goes to sleep sends a
+// wake that the watchdog, seeing the worker awake, does not wait for. The
+// next sleep consumed that stale wake at once; the watchdog then sampled
+// again but Asleep kept reporting true for as long as it stayed awake.
+func TestAsleepFalseAfterStaleWake(t *testing.T) {
+	f := &scriptedWorkers{ready: make(chan struct{}), script: []scripted{
+		{parked: true},              // tick: all parked, so sleep
+		{parked: false, wake: true}, // sleep's second look: woke meanwhile
+		{parked: true},              // next tick: all parked again
+		{parked: true},              // sleep's second look: still parked
+	}}
+	d := Start(f, MinThreshold)
+	defer d.Stop()
+	f.d = d
+	close(f.ready)
+	deadline := time.Now().Add(5 * time.Second)
+	for f.calls.Load() < int64(len(f.script))+10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d samples in 5s", f.calls.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The worker has been awake for several samples: the watchdog is
+	// sampling, not asleep.
+	if d.Asleep() {
+		t.Fatal("Asleep = true while the watchdog samples an awake worker")
+	}
 }
