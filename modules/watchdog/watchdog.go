@@ -18,6 +18,7 @@
 package watchdog
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -57,6 +58,7 @@ type Watchdog struct {
 	ws        Workers
 	threshold time.Duration
 	stalls    atomic.Uint64
+	stop      sync.Once
 	quit      chan struct{}
 	done      chan struct{}
 	// asleep is set while the watchdog waits on wake for a worker to
@@ -98,9 +100,10 @@ func (d *Watchdog) Asleep() bool { return d.asleep.Load() }
 // Stalls returns the number of stalls seen.
 func (d *Watchdog) Stalls() uint64 { return d.stalls.Load() }
 
-// Stop stops the watchdog and waits for its goroutine to end.
+// Stop stops the watchdog and waits for its goroutine to end. Calling it
+// again, or from several goroutines at once, only waits.
 func (d *Watchdog) Stop() {
-	close(d.quit)
+	d.stop.Do(func() { close(d.quit) })
 	<-d.done
 }
 

@@ -193,3 +193,15 @@ func TestAsleepFalseAfterStaleWake(t *testing.T) {
 		t.Fatal("Asleep = true while the watchdog samples an awake worker")
 	}
 }
+
+// Stop from two goroutines at once, then once more: it closed its quit
+// channel on every call, so the second close panicked.
+func TestStopTwice(t *testing.T) {
+	d := Start(newFake(1), MinThreshold)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(d.Stop)
+	}
+	wg.Wait()
+	d.Stop()
+}
