@@ -51,7 +51,7 @@ func (s *Shared[T]) Unlock() { s.mu.Unlock() }
 // Insert is Wheel.Insert. The caller holds the lock.
 func (s *Shared[T]) Insert(deadline time.Duration, v T) Handle {
 	h := s.w.Insert(deadline, v)
-	at := deadline
+	at := s.w.now // a deadline already past is due now, as NextDeadline says
 	if deadline > s.w.now {
 		at = instant(ceilTicks(deadline, s.w.res), s.w.res)
 	}

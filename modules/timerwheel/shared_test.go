@@ -212,3 +212,23 @@ func TestSharedFirePanicReleasesLock(t *testing.T) {
 		t.Fatalf("the entry left due fired %d times, want 1", n)
 	}
 }
+
+// An entry inserted with a deadline already past is due at Now, which is
+// what Next must publish, as NextDeadline reports. Insert published the
+// raw deadline instead (-5s here), so Next and NextDeadline disagreed.
+func TestSharedNextOfPastDeadline(t *testing.T) {
+	s, err := NewShared[int](Config{Resolution: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Advance(5*time.Millisecond, func(int) {})
+	s.Lock()
+	s.Insert(-5*time.Second, 1)
+	s.Unlock()
+	if got := s.Next(); got != 5*time.Millisecond {
+		t.Fatalf("Next = %v, want Now (5ms)", got)
+	}
+	if n := s.Advance(5*time.Millisecond, func(int) {}); n != 1 || s.Next() != NoDeadline {
+		t.Fatalf("Advance fired %d, then Next = %v", n, s.Next())
+	}
+}
