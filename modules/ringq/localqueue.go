@@ -29,7 +29,8 @@ type Sink[T any] interface {
 }
 
 // LocalQueue is a fixed-capacity run queue with one owner and any number of
-// thieves.
+// thieves. The zero value is not usable (an overflowing Push panics); create
+// one with NewLocalQueue.
 //
 // The owner is the one goroutine that may call Push, PushBatch, Pop,
 // RemainingCap, and StealInto with this queue as the destination. Any
