@@ -15,7 +15,8 @@ const NoDeadline = time.Duration(math.MaxInt64)
 // may advance it too, typically to fire the entries of an owner that fell
 // behind (in faio, a worker that Go descheduled or that runs a long task).
 // A mutex guards the wheel, and the earliest deadline is published so that
-// others can see without the lock whether anything is overdue.
+// others can see without the lock whether anything is overdue. The zero
+// value is not usable; create one with NewShared.
 type Shared[T any] struct {
 	mu   sync.Mutex
 	w    *Wheel[T]

@@ -9,7 +9,7 @@ import (
 // Wheel is a hierarchical timer wheel holding values of type T until
 // their deadlines. Time is whatever the owner passes to Advance (a
 // monotonic duration since the wheel's start); the wheel never reads a
-// clock.
+// clock. The zero value is not usable; create one with New.
 //
 // A Wheel is not safe for concurrent use: it belongs to one goroutine
 // (in faio, the worker that owns it). The fire callback of Advance runs
