@@ -67,8 +67,9 @@ const (
 // Clone makes more.
 //
 // New panics if capacity is negative, as make(chan T, capacity) does. The
-// buffer is allocated up front, as make's is: a capacity too large for
-// memory ends the process the same way.
+// buffer is allocated up front, as make's is, with the same outcomes for
+// a capacity too large: a panic when the buffer's size cannot even be
+// expressed, a fatal out-of-memory error when it can but memory runs out.
 func New[T any](capacity int) (*Sender[T], *Receiver[T]) {
 	buf, err := ringq.NewRingBuffer[T](capacity)
 	if err != nil {
