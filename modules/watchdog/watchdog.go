@@ -32,7 +32,10 @@ const MinThreshold = time.Millisecond
 type Sample struct {
 	// Running identifies what the worker is resuming (the scheduler's
 	// coroutine, say), nil between tasks. Equal values in two samples with
-	// the same Heartbeat mean one resumption spans both.
+	// the same Heartbeat mean one resumption spans both. The watchdog
+	// compares values with ==, so Running must hold a comparable type (a
+	// pointer or a struct of them, not a slice, map or func: comparing
+	// those panics on the watchdog's goroutine).
 	Running any
 	// Heartbeat is bumped by the worker's loop every few ticks.
 	Heartbeat uint64
@@ -72,8 +75,12 @@ type Watchdog struct {
 
 // Start starts watching ws with the given threshold (at least
 // MinThreshold; Start panics on less, the scheduler's configuration
-// validates it first).
+// validates it first). It panics on a nil ws too, here rather than later
+// on the watchdog's own goroutine, where nobody could recover it.
 func Start(ws Workers, threshold time.Duration) *Watchdog {
+	if ws == nil {
+		panic("faio/watchdog: nil Workers")
+	}
 	if threshold < MinThreshold {
 		panic("faio/watchdog: threshold below MinThreshold")
 	}

@@ -136,6 +136,18 @@ func TestStartRefusesShortThreshold(t *testing.T) {
 	Start(newFake(1), MinThreshold/2)
 }
 
+// A nil Workers panics in Start, where the caller can recover it, not on
+// the watchdog's goroutine, which would end the process.
+func TestStartRefusesNilWorkers(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Start accepted nil Workers")
+		}
+	}()
+	d := Start(nil, MinThreshold)
+	d.Stop()
+}
+
 // scriptedWorkers is one worker whose samples follow a script, one entry
 // per Sample call, then stay awake; a script entry may call WakeUp first,
 // as a worker leaving park at that instant would.
