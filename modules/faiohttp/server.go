@@ -384,13 +384,32 @@ func (c *conn) serve(ctx context.Context) {
 		if d := s.readHeaderTimeout(); d > 0 {
 			c.nc.SetReadDeadline(t0.Add(d))
 		}
+		// http.ReadRequest drops the Host header, and takes req.Host
+		// from a target in absolute or authority form instead: then
+		// the header's bytes are kept for checkRequest, which would
+		// otherwise serve such a request without a Host header, or
+		// with a malformed one (found by a reviewer). A target that is
+		// a path, the common case, costs nothing.
+		var raw []byte
+		if !pathTarget(c.br) {
+			b, _ := c.br.Peek(c.br.Buffered())
+			raw = append([]byte{}, b...)
+			c.lr.copy = &raw
+		}
 		req, err := http.ReadRequest(c.br)
-		c.lr.n = -1
+		c.lr.n, c.lr.copy = -1, nil
 		if err != nil {
 			c.badRequest(err)
 			return
 		}
-		if code, text := checkRequest(req); code != 0 {
+		var hosts []string
+		switch {
+		case raw != nil:
+			hosts = hostHeaders(raw)
+		case req.Host != "":
+			hosts = []string{req.Host}
+		}
+		if code, text := checkRequest(req, hosts); code != 0 {
 			c.reject(code, text)
 			return
 		}
@@ -476,22 +495,28 @@ func (c *conn) reject(code int, text string) {
 }
 
 // checkRequest makes the checks that net/http's server makes on a request
-// http.ReadRequest accepted, and returns the status and text of the
-// refusal, or 0. Without them a header name with a space before its colon
-// ("Transfer-Encoding : chunked", which textproto keeps as an unknown
-// header) left the body to be framed by Content-Length, where a proxy in
-// front may have framed it as chunked: request smuggling (found by a
-// reviewer).
-func checkRequest(req *http.Request) (int, string) {
+// http.ReadRequest accepted, whose Host header had the values hosts, and
+// returns the status and text of the refusal, or 0. Without them a header
+// name with a space before its colon ("Transfer-Encoding : chunked", which
+// textproto keeps as an unknown header) left the body to be framed by
+// Content-Length, where a proxy in front may have framed it as chunked:
+// request smuggling (found by a reviewer).
+//
+// Two refusals are net/http's answers only nearly. An empty Host header
+// on a request whose target is a path is refused as a missing one (net/http
+// serves it with an empty r.Host): http.ReadRequest leaves nothing to tell
+// the two apart by. And "PRI * HTTP/2.0", which net/http hands to the
+// handler for an HTTP/2 upgrade it may take over, gets 505: a faiohttp
+// handler cannot take the connection over.
+func checkRequest(req *http.Request, hosts []string) (int, string) {
 	if req.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "505 HTTP Version Not Supported: unsupported protocol version"
 	}
-	// http.ReadRequest has moved the Host header to req.Host, having
-	// refused a second one itself.
+	// http.ReadRequest has refused a second Host header itself.
 	switch {
-	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect:
+	case req.ProtoAtLeast(1, 1) && len(hosts) == 0 && req.Method != http.MethodConnect:
 		return http.StatusBadRequest, "400 Bad Request: missing required Host header"
-	case !validHost(req.Host):
+	case len(hosts) == 1 && !validHost(hosts[0]):
 		return http.StatusBadRequest, "400 Bad Request: malformed Host header"
 	}
 	for name, values := range req.Header {
@@ -505,6 +530,24 @@ func checkRequest(req *http.Request) (int, string) {
 		}
 	}
 	return 0, ""
+}
+
+// pathTarget reports whether the request line at the head of br, as far as
+// br holds it, has a target that is a path ("GET /x HTTP/1.1"), whose
+// request's Host comes from the Host header alone.
+func pathTarget(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	i := bytes.IndexByte(b, ' ')
+	return i >= 0 && i+1 < len(b) && b[i+1] == '/'
+}
+
+// hostHeaders returns the values of the Host header of the request whose
+// header raw begins with.
+func hostHeaders(raw []byte) []string {
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(raw)))
+	tp.ReadLine()
+	h, _ := tp.ReadMIMEHeader()
+	return h["Host"]
 }
 
 // validHeaderName reports whether name is an RFC 9110 token.
@@ -642,11 +685,13 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 }
 
 // limitReader bounds what the header read may consume: n >= 0 bytes may
-// still be read; n < 0 means no limit.
+// still be read; n < 0 means no limit. What it reads is appended to copy
+// if set.
 type limitReader struct {
 	r        io.Reader
 	n        int64
 	hitLimit bool
+	copy     *[]byte
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
@@ -660,6 +705,9 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	if l.n > 0 {
 		l.n -= int64(n)
+	}
+	if l.copy != nil {
+		*l.copy = append(*l.copy, p[:n]...)
 	}
 	return n, err
 }
