@@ -164,6 +164,13 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		post + "Content-Length: 3\r\n\r\nabcdef",
 		post + "Content-Length: 10\r\n\r\nabc",
 		noread + "Content-Length: 300000\r\n\r\nabc",
+		// A CRLF after a POST's body is skipped (RFC 9112 2.2), as
+		// net/http does: it got a 400.
+		post + "Content-Length: 3\r\n\r\nabc\r\n",
+		post + "Content-Length: 3\r\n\r\nabc\n",
+		noread + "Content-Length: 3\r\n\r\nabc\r\n",
+		post + "Content-Length: 3\r\n\r\nabc\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n\r\n",
 		// Transfer-Encoding: one "chunked" or 501 (RFC 9112 6.1).
 		post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		post + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",

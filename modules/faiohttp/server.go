@@ -354,6 +354,7 @@ func (c *conn) serve(ctx context.Context) {
 	c.lr = &limitReader{r: c.rwc, n: -1}
 	c.br = bufio.NewReaderSize(c.lr, 4096)
 	c.bw = bufio.NewWriterSize(c.rwc, 4096)
+	afterPost := false
 	for first := true; ; first = false {
 		// Wait for the request's first byte under the idle timeout.
 		// Idle, then the check: Shutdown stores shutdown, then closes
@@ -376,6 +377,15 @@ func (c *conn) serve(ctx context.Context) {
 				c.badRequest(err)
 			}
 			return
+		}
+		if afterPost {
+			// Some old clients send a CRLF after a POST's body: it is
+			// skipped, as net/http does (RFC 9112 2.2 says a server
+			// should); it got a 400. Still idle: a client that sent
+			// just that is closed by Shutdown, and waited for under
+			// the idle timeout. An error is ReadRequest's to see.
+			peek, _ := c.br.Peek(4)
+			c.br.Discard(leadingCRorLF(peek))
 		}
 		c.idle.Store(false)
 		// ReadTimeout counts from here, as ReadHeaderTimeout does: the
@@ -402,6 +412,7 @@ func (c *conn) serve(ctx context.Context) {
 			c.badRequest(err)
 			return
 		}
+		afterPost = req.Method == http.MethodPost
 		var hosts []string
 		switch {
 		case raw != nil:
@@ -539,6 +550,15 @@ func pathTarget(br *bufio.Reader) bool {
 	b, _ := br.Peek(br.Buffered())
 	i := bytes.IndexByte(b, ' ')
 	return i >= 0 && i+1 < len(b) && b[i+1] == '/'
+}
+
+// leadingCRorLF returns how many bytes at the head of b are CR or LF.
+func leadingCRorLF(b []byte) int {
+	n := 0
+	for n < len(b) && (b[n] == '\r' || b[n] == '\n') {
+		n++
+	}
+	return n
 }
 
 // hostHeaders returns the values of the Host header of the request whose
