@@ -171,6 +171,11 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		noread + "Content-Length: 3\r\n\r\nabc\r\n",
 		post + "Content-Length: 3\r\n\r\nabc\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\n\r\n\r\n",
+		// OPTIONS * is the server's to answer (it went to the handler).
+		"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc",
+		"OPTIONS * HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\n\r\n" + strings.Repeat("x", 5000),
+		"GET * HTTP/1.1\r\nHost: a\r\n\r\n",
 		// Transfer-Encoding: one "chunked" or 501 (RFC 9112 6.1).
 		post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		post + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",

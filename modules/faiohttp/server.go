@@ -4,7 +4,8 @@
 // connection, so keep-alive, pipelining, chunked bodies and the request's
 // header syntax are net/http's (ReadRequest itself refuses a second Host
 // header), and checkRequest refuses what net/http's server refuses after
-// that. The response side follows net/http's rules where this file
+// that; "OPTIONS *" the server answers itself, as net/http's does by
+// default (there is no DisableGeneralOptionsHandler). The response side follows net/http's rules where this file
 // says so: a handler's own Transfer-Encoding frames the body, the header
 // is frozen at WriteHeader and trailers are sent as in net/http. A
 // request's Context ends when the client closes or resets the connection
@@ -663,6 +664,9 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 	if handler == nil {
 		handler = http.DefaultServeMux
 	}
+	if req.RequestURI == "*" && req.Method == http.MethodOptions {
+		handler = http.HandlerFunc(optionsStar)
+	}
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -702,6 +706,19 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 	// keep-alive; sendHeader set closeAfter for a body of unknown length
 	// there, and for Connection: close.
 	return !w.closeAfter && !req.Close
+}
+
+// optionsStar answers "OPTIONS *", a question about the server rather
+// than a resource, as net/http's server does by default: 200 with no body,
+// reading at most 4 KiB of a request body, the connection closing if there
+// is more. It went to the handler, and http.ServeMux answers it 400.
+func optionsStar(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		if n, _ := io.CopyN(io.Discard, r.Body, 4<<10+1); n > 4<<10 {
+			w.Header().Set("Connection", "close")
+		}
+	}
 }
 
 // limitReader bounds what the header read may consume: n >= 0 bytes may
