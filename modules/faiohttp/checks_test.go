@@ -420,6 +420,13 @@ func TestBodyCloseReadsABoundedRest(t *testing.T) {
 	if !strings.Contains(got, "/small closed: <nil>") || !strings.Contains(got, "/next closed") {
 		t.Errorf("Close of a 100 kB body, then a GET: %q, want both answered", got)
 	}
+	// Exactly 256 KiB left: still read, as net/http reads up to the
+	// bound and one byte more to tell the two apart.
+	got = rawExchange(t, addr, "POST /bound HTTP/1.1\r\nHost: a\r\nContent-Length: 262144\r\n\r\n"+strings.Repeat("s", 256<<10)+
+		"GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 10*time.Second)
+	if !strings.Contains(got, "/bound closed: <nil>") || !strings.Contains(got, "/next closed") {
+		t.Errorf("Close of a body of exactly 256 KiB, then a GET: %.300q, want both answered", got)
+	}
 }
 
 // A client whose upload the handler refuses without reading it gets the

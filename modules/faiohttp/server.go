@@ -814,7 +814,10 @@ func (b *requestBody) Close() error {
 		b.unread = true
 		return nil
 	}
-	_, err := io.CopyN(io.Discard, b.src, maxPostHandlerRead)
+	// One byte past the bound, as net/http reads: a rest of exactly
+	// maxPostHandlerRead then ends in io.EOF, and the connection goes
+	// on; it closed.
+	_, err := io.CopyN(io.Discard, b.src, maxPostHandlerRead+1)
 	if err == io.EOF {
 		b.sawEOF = true
 		b.w.ctx.bodyDone()
