@@ -1,0 +1,722 @@
+//go:build linux
+
+package faio_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/faio-go/faio"
+)
+
+// Chaos: in each round a runtime of two workers runs a random mix of
+// everything at once (TCP echo, UDP, files, sleeps and timeouts, channels,
+// locks, Spawn/Join trees with cancellation, plain goroutines using faio
+// primitives and I/O), and is closed at a random moment, sometimes while
+// trees are cancelled or goroutines spawn on it. After every round:
+//
+//   - Close returned (within chaosBound);
+//   - every call made, in tasks and goroutines, returned (within
+//     chaosBound once the goroutines' context is cancelled), and no
+//     goroutine is left (goleak);
+//   - nothing panicked, every error is one of the documented kinds
+//     (chaosExpected) and the data came back intact;
+//   - no descriptor is left open.
+//
+// FAIO_CHAOS_SEED replays a run (the mix and the delays, not the
+// interleaving); FAIO_CHAOS_ROUNDS sets the rounds per mode (default 12,
+// 4 with -short). The modes are the default backend, pinned workers
+// (FAIO_PINNED=1) and the portable backend (FAIO_BACKEND=portable).
+func TestChaosCloseAtAnyMoment(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("FAIO_CHAOS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("FAIO_CHAOS_SEED: %v", err)
+		}
+	}
+	rounds := 12
+	if testing.Short() {
+		rounds = 4
+	}
+	if s := os.Getenv("FAIO_CHAOS_ROUNDS"); s != "" {
+		var err error
+		if rounds, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("FAIO_CHAOS_ROUNDS: %v", err)
+		}
+	}
+	t.Logf("FAIO_CHAOS_SEED=%d FAIO_CHAOS_ROUNDS=%d", seed, rounds)
+	// Package net opens its poller's descriptors on first use: do that
+	// before counting.
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		l.Close()
+	}
+	modes := []struct{ name, env, value string }{
+		{"default", "", ""},
+		{"pinned", faio.EnvPinned, "1"},
+		{"portable", "FAIO_BACKEND", "portable"},
+	}
+	for m, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			if mode.env != "" {
+				t.Setenv(mode.env, mode.value)
+			}
+			ignore := goleak.IgnoreCurrent()
+			dir := t.TempDir()
+			for r := range rounds {
+				s := seed ^ uint64(m)<<56 ^ uint64(r)*0x9e3779b97f4a7c15
+				where := fmt.Sprintf("seed %d, mode %s, round %d", seed, mode.name, r)
+				chaosRound(t, where, s, dir, ignore)
+				if t.Failed() {
+					t.Fatalf("%s failed (replay: FAIO_CHAOS_SEED=%d)", where, seed)
+				}
+			}
+		})
+	}
+}
+
+// chaosBound is how long Close, and every call once its context is
+// cancelled, may take: generous, for a loaded two-core machine under -race.
+const chaosBound = 15 * time.Second
+
+// chaosExpected are the errors an operation may return in a round: the
+// runtime or the object is closed, the context ended, the peer went away.
+var chaosExpected = []error{
+	faio.ErrClosed, faio.ErrChannelClosed, context.Canceled, context.DeadlineExceeded,
+	net.ErrClosed, fs.ErrClosed, io.EOF, io.ErrUnexpectedEOF,
+	syscall.ECONNRESET, syscall.EPIPE, syscall.ECONNREFUSED,
+}
+
+// chaos is one round's state.
+type chaos struct {
+	rt   *faio.Runtime
+	dir  string
+	ctx  context.Context // the goroutines' context, cancelled after Close
+	rctx context.Context // ctx naming rt, for their I/O
+	wg   sync.WaitGroup  // every goroutine of the round
+
+	mu     sync.Mutex
+	bad    []string
+	cancel []func() // Cancel of the trees' roots
+
+	// Shared by tasks and goroutines, each with its invariant.
+	lock    faio.Mutex
+	inLock  atomic.Int32
+	rw      faio.RWMutex
+	readers atomic.Int32
+	writers atomic.Int32
+	sem     *faio.Semaphore
+	inSem   atomic.Int32
+	files   atomic.Int32
+}
+
+const semPermits = 2
+
+func chaosRound(t *testing.T, where string, seed uint64, dir string, ignore goleak.Option) {
+	before := fds(t)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	c := &chaos{dir: dir, sem: faio.NewSemaphore(semPermits)}
+	rt, err := faio.New(faio.Config{
+		Workers:       2,
+		OnTaskFailure: func(f faio.TaskFailure) { c.check("unjoined task", f.Err) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.rt = rt
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ctx, c.rctx = ctx, faio.WithRuntime(ctx, rt)
+
+	actors := []func(r *rand.Rand){c.tcp, c.udp, c.file, c.sleeper, c.channels, c.locks, c.tree, c.blockOn}
+	for i := range 4 + rng.IntN(8) {
+		a := actors[rng.IntN(len(actors))]
+		r := rand.New(rand.NewPCG(seed, uint64(i)+2))
+		c.goroutine(func() { a(r) })
+	}
+
+	time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
+	closeDone := make(chan error, 1)
+	switch rng.IntN(4) {
+	case 0: // Close alone
+		go func() { closeDone <- rt.Close() }()
+	case 1: // Close while the trees are cancelled
+		c.mu.Lock()
+		cancels := c.cancel
+		c.mu.Unlock()
+		go func() { closeDone <- rt.Close() }()
+		for _, f := range cancels {
+			f()
+		}
+	case 2: // Close while goroutines spawn
+		for range 2 {
+			c.goroutine(func() {
+				for i := 0; ctx.Err() == nil && i < 1000; i++ {
+					h := faio.SpawnOn(rt, func(ctx context.Context) (int, error) {
+						return i, faio.Yield(ctx)
+					})
+					if _, err := h.Join(ctx); err != nil {
+						c.check("spawn during Close", err)
+						return
+					}
+				}
+			})
+		}
+		go func() { closeDone <- rt.Close() }()
+	case 3: // Close twice at once
+		go func() { closeDone <- rt.Close() }()
+		c.goroutine(func() { c.check("second Close", rt.Close()) })
+	}
+	select {
+	case err := <-closeDone:
+		if err != nil {
+			t.Errorf("%s: Close = %v", where, err)
+		}
+	case <-time.After(chaosBound):
+		t.Fatalf("%s: Close did not return in %v\n%s", where, chaosBound, goroutines())
+	}
+	cancel()
+	wgDone := make(chan struct{})
+	go func() { c.wg.Wait(); close(wgDone) }()
+	select {
+	case <-wgDone:
+	case <-time.After(chaosBound):
+		t.Fatalf("%s: calls still blocked %v after Close and cancel\n%s", where, chaosBound, goroutines())
+	}
+	for _, b := range c.bad {
+		t.Errorf("%s: %s", where, b)
+	}
+	goleak.VerifyNone(t, ignore)
+	after := fds(t)
+	for i := 0; len(after) != len(before) && i < 100; i++ {
+		time.Sleep(10 * time.Millisecond)
+		after = fds(t)
+	}
+	if len(after) != len(before) {
+		t.Errorf("%s: %d descriptors before, %d after:\nbefore %v\nafter  %v", where, len(before), len(after), before, after)
+	}
+}
+
+// goroutine runs f in a goroutine of the round, reporting a panic.
+func (c *chaos) goroutine(f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				c.report(fmt.Sprintf("panic: %v\n%s", p, goroutines()))
+			}
+		}()
+		f()
+	}()
+}
+
+// spawn starts fn as a task on the runtime and has a goroutine join it.
+func (c *chaos) spawn(what string, fn func(ctx context.Context) error) *faio.JoinHandle[struct{}] {
+	h := faio.SpawnOn(c.rt, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	c.goroutine(func() {
+		_, err := h.Join(context.Background())
+		c.check(what, err)
+	})
+	return h
+}
+
+// either runs fn in a task or in a plain goroutine (with the round's
+// context naming the runtime), as r decides.
+func (c *chaos) either(r *rand.Rand, what string, fn func(ctx context.Context) error) {
+	if r.IntN(2) == 0 {
+		c.spawn(what+" (task)", fn)
+		return
+	}
+	c.goroutine(func() { c.check(what+" (goroutine)", fn(c.rctx)) })
+}
+
+func (c *chaos) report(s string) {
+	c.mu.Lock()
+	c.bad = append(c.bad, s)
+	c.mu.Unlock()
+}
+
+// check records err unless it is nil or one of chaosExpected.
+func (c *chaos) check(what string, err error) {
+	if err == nil {
+		return
+	}
+	for _, e := range chaosExpected {
+		if errors.Is(err, e) {
+			return
+		}
+	}
+	c.report(fmt.Sprintf("%s: unexpected error %T: %v", what, err, err))
+}
+
+// tcp: an echo server task, whose connections are served by child tasks,
+// and clients in tasks and goroutines that check what comes back.
+func (c *chaos) tcp(r *rand.Rand) {
+	l, err := faio.Listen(c.rctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		c.check("Listen", err)
+		return
+	}
+	server := c.spawn("echo server", func(ctx context.Context) error {
+		defer l.Close(ctx)
+		// A handler that Close keeps from starting cannot close its
+		// connection: the server closes them all as it ends.
+		var conns []*faio.Conn
+		defer func() {
+			for _, conn := range conns {
+				c.check("Conn.Close", conn.Close(ctx))
+			}
+		}()
+		for {
+			conn, err := l.Accept(ctx)
+			if err != nil {
+				return err
+			}
+			conns = append(conns, conn)
+			faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				buf := make([]byte, 512)
+				for {
+					n, err := conn.Read(ctx, buf)
+					if err != nil {
+						return struct{}{}, err
+					}
+					if _, err := conn.Write(ctx, buf[:n]); err != nil {
+						return struct{}{}, err
+					}
+				}
+			})
+		}
+	})
+	addr := l.Addr().String()
+	for k := range 1 + r.IntN(3) {
+		msgs, size := 1+r.IntN(20), 1+r.IntN(300)
+		c.either(r, "echo client", func(ctx context.Context) error {
+			conn, err := faio.Dial(ctx, "tcp", addr)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			out := bytes.Repeat([]byte{byte(k)}, size)
+			in := make([]byte, size)
+			for range msgs {
+				if _, err := conn.Write(ctx, out); err != nil {
+					return err
+				}
+				if _, err := conn.ReadFull(ctx, in); err != nil {
+					return err
+				}
+				if !bytes.Equal(in, out) {
+					return fmt.Errorf("echo: got %v, want %v", in[:4], out[:4])
+				}
+			}
+			return nil
+		})
+	}
+	// The server may never run if Close comes first: its listener is
+	// ours to close then.
+	_, _ = server.Join(context.Background())
+	c.check("Listener.Close", l.Close(context.Background()))
+}
+
+// udp: a task echoes datagrams; a task or goroutine sends and waits for
+// each reply with a timeout (loopback may still drop).
+func (c *chaos) udp(r *rand.Rand) {
+	srv, err := faio.ListenUDP(c.rctx, "udp", "127.0.0.1:0")
+	if err != nil {
+		c.check("ListenUDP", err)
+		return
+	}
+	server := c.spawn("udp echo", func(ctx context.Context) error {
+		defer srv.Close(ctx)
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := srv.ReadFrom(ctx, buf)
+			if err != nil {
+				return err
+			}
+			if _, err := srv.WriteTo(ctx, buf[:n], from); err != nil {
+				return err
+			}
+		}
+	})
+	addr := netip.MustParseAddrPort(srv.LocalAddr().String())
+	msgs := 1 + r.IntN(20)
+	c.either(r, "udp client", func(ctx context.Context) error {
+		u, err := faio.DialUDP(ctx, "udp", addr.String())
+		if err != nil {
+			return err
+		}
+		defer u.Close(ctx)
+		buf := make([]byte, 1500)
+		for i := range msgs {
+			if _, err := u.Write(ctx, []byte(strconv.Itoa(i))); err != nil {
+				return err
+			}
+			n, err := faio.Timeout(ctx, 20*time.Millisecond, func(ctx context.Context) (int, error) {
+				return u.Read(ctx, buf)
+			})
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			// A reply that came late is fine; garbage is not.
+			if j, perr := strconv.Atoi(string(buf[:n])); perr != nil || j > i {
+				return fmt.Errorf("udp: reply %q to datagram %d", buf[:n], i)
+			}
+		}
+		return nil
+	})
+	_, _ = server.Join(context.Background())
+	c.check("UDPConn.Close", srv.Close(context.Background()))
+}
+
+// file: writes and reads back a file of its own, and the whole-file calls.
+func (c *chaos) file(r *rand.Rand) {
+	name := filepath.Join(c.dir, fmt.Sprintf("f%d", c.files.Add(1)))
+	blocks, size := 1+r.IntN(16), 1+r.IntN(8192)
+	c.either(r, "file", func(ctx context.Context) error {
+		f, err := faio.Create(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer f.Close(ctx)
+		out, in := make([]byte, size), make([]byte, size)
+		for i := range blocks {
+			for j := range out {
+				out[j] = byte(i + j)
+			}
+			off := int64(i * size)
+			if _, err := f.WriteAt(ctx, out, off); err != nil {
+				return err
+			}
+			if _, err := f.ReadAt(ctx, in, off); err != nil {
+				return err
+			}
+			if !bytes.Equal(in, out) {
+				return fmt.Errorf("file: block %d read back differs", i)
+			}
+		}
+		if err := f.Sync(ctx); err != nil {
+			return err
+		}
+		if err := faio.WriteFile(ctx, name+".w", out, 0o644); err != nil {
+			return err
+		}
+		got, err := faio.ReadFile(ctx, name+".w")
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, out) {
+			return errors.New("file: ReadFile differs from WriteFile")
+		}
+		return nil
+	})
+}
+
+// sleeper: sleeps, timeouts that fire, yields and an interval.
+func (c *chaos) sleeper(r *rand.Rand) {
+	n := 1 + r.IntN(30)
+	c.either(r, "sleeper", func(ctx context.Context) error {
+		iv, err := faio.NewInterval(time.Millisecond, faio.Skip)
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			switch i % 4 {
+			case 0:
+				err = faio.Sleep(ctx, time.Duration(i%3)*time.Millisecond)
+			case 1:
+				_, err = faio.Timeout(ctx, 100*time.Microsecond, func(ctx context.Context) (int, error) {
+					return 0, faio.Sleep(ctx, time.Second)
+				})
+				if errors.Is(err, context.DeadlineExceeded) {
+					err = ctx.Err()
+				}
+			case 2:
+				err = faio.Yield(ctx)
+			case 3:
+				_, err = iv.Tick(ctx)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// channels: producers and consumers, tasks and goroutines, on two
+// channels, some through Select; each consumer sees every producer's
+// values in order.
+func (c *chaos) channels(r *rand.Rand) {
+	var senders [2]*faio.Sender[int64]
+	var receivers [2]*faio.Receiver[int64]
+	for i := range senders {
+		senders[i], receivers[i] = faio.NewChannel[int64](r.IntN(4))
+	}
+	producers, consumers := 1+r.IntN(3), 1+r.IntN(3)
+	for p := range producers {
+		var ss [2]*faio.Sender[int64]
+		for i := range ss {
+			ss[i] = senders[i].Clone()
+		}
+		n, useSelect := 1+r.IntN(50), r.IntN(2) == 0
+		c.either(r, "producer", func(ctx context.Context) error {
+			defer ss[0].Close()
+			defer ss[1].Close()
+			for seq := range int64(n) {
+				v := int64(p)<<32 | seq
+				var err error
+				if useSelect {
+					_, err = faio.Select(ctx, ss[0].SendCase(v), ss[1].SendCase(v))
+				} else {
+					err = ss[seq%2].Send(ctx, v)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	senders[0].Close()
+	senders[1].Close()
+	for k := range consumers {
+		var rs [2]*faio.Receiver[int64]
+		for i := range rs {
+			rs[i] = receivers[i].Clone()
+		}
+		useSelect := r.IntN(2) == 0
+		c.either(r, "consumer", func(ctx context.Context) error {
+			defer rs[0].Close()
+			defer rs[1].Close()
+			last := [2]map[int64]int64{{}, {}}
+			for {
+				var v int64
+				var i int
+				var err error
+				if useSelect {
+					var v0, v1 int64
+					i, err = faio.Select(ctx, rs[0].RecvCase(&v0), rs[1].RecvCase(&v1))
+					v = [2]int64{v0, v1}[max(i, 0)]
+				} else {
+					i = k % 2
+					v, err = rs[i].Recv(ctx)
+				}
+				if errors.Is(err, faio.ErrChannelClosed) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				p, seq := v>>32, v&(1<<32-1)
+				if prev, ok := last[i][p]; ok && seq <= prev {
+					return fmt.Errorf("channel %d: producer %d's %d after %d", i, p, seq, prev)
+				}
+				last[i][p] = seq
+			}
+		})
+	}
+	receivers[0].Close()
+	receivers[1].Close()
+}
+
+// locks: tasks and goroutines take the shared Mutex, RWMutex and
+// Semaphore, checking exclusion while they hold them, and meet on a
+// WaitGroup.
+func (c *chaos) locks(r *rand.Rand) {
+	var wg faio.WaitGroup
+	n := 1 + r.IntN(4)
+	wg.Add(n)
+	for range n {
+		iters := 1 + r.IntN(20)
+		c.either(r, "locker", func(ctx context.Context) error {
+			defer wg.Done()
+			for i := range iters {
+				var err error
+				switch i % 4 {
+				case 0:
+					err = c.holdMutex(ctx)
+				case 1:
+					err = c.holdRW(ctx, true)
+				case 2:
+					err = c.holdRW(ctx, false)
+				case 3:
+					err = c.holdSem(ctx)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	c.either(r, "WaitGroup.Wait", func(ctx context.Context) error { return wg.Wait(ctx) })
+}
+
+func (c *chaos) holdMutex(ctx context.Context) error {
+	if err := c.lock.Lock(ctx); err != nil {
+		return err
+	}
+	defer c.lock.Unlock()
+	if c.inLock.Add(1) != 1 {
+		return errors.New("Mutex: two holders")
+	}
+	defer c.inLock.Add(-1)
+	return faio.Yield(ctx)
+}
+
+func (c *chaos) holdRW(ctx context.Context, write bool) error {
+	if write {
+		if err := c.rw.Lock(ctx); err != nil {
+			return err
+		}
+		defer c.rw.Unlock()
+		if c.writers.Add(1) != 1 || c.readers.Load() != 0 {
+			return errors.New("RWMutex: writer not alone")
+		}
+		defer c.writers.Add(-1)
+	} else {
+		if err := c.rw.RLock(ctx); err != nil {
+			return err
+		}
+		defer c.rw.RUnlock()
+		c.readers.Add(1)
+		defer c.readers.Add(-1)
+		if c.writers.Load() != 0 {
+			return errors.New("RWMutex: reader with a writer")
+		}
+	}
+	return faio.Sleep(ctx, 100*time.Microsecond)
+}
+
+func (c *chaos) holdSem(ctx context.Context) error {
+	if err := c.sem.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer c.sem.Release(1)
+	if c.inSem.Add(1) > semPermits {
+		return errors.New("Semaphore: too many holders")
+	}
+	defer c.inSem.Add(-1)
+	return faio.Yield(ctx)
+}
+
+// tree: a Spawn tree that joins some children and cancels others; its
+// root may be cancelled at Close (see chaosRound).
+func (c *chaos) tree(r *rand.Rand) {
+	seed := r.Uint64()
+	h := c.spawn("tree", func(ctx context.Context) error { return c.node(ctx, rand.New(rand.NewPCG(seed, 0)), 3) })
+	c.mu.Lock()
+	c.cancel = append(c.cancel, h.Cancel)
+	c.mu.Unlock()
+}
+
+func (c *chaos) node(ctx context.Context, r *rand.Rand, depth int) error {
+	if depth == 0 {
+		return faio.Sleep(ctx, time.Duration(r.IntN(2000))*time.Microsecond)
+	}
+	var hs []*faio.JoinHandle[struct{}]
+	for range 1 + r.IntN(3) {
+		seed := r.Uint64()
+		hs = append(hs, faio.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, c.node(ctx, rand.New(rand.NewPCG(seed, 0)), depth-1)
+		}))
+	}
+	for _, h := range hs {
+		switch r.IntN(3) {
+		case 0:
+			h.Cancel()
+			fallthrough
+		case 1:
+			if _, err := h.Join(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+		case 2: // left unjoined: the BlockOn or Close waits for it
+		}
+	}
+	return ctx.Err()
+}
+
+// blockOn: a goroutine runs a tree under BlockOn.
+func (c *chaos) blockOn(r *rand.Rand) {
+	seed := r.Uint64()
+	_, err := faio.BlockOn(c.rt, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, c.node(ctx, rand.New(rand.NewPCG(seed, 0)), 2)
+	})
+	c.check("BlockOn", err)
+}
+
+// fds lists the process's open descriptors with what they are.
+func fds(t *testing.T) []string {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err != nil {
+			continue // the directory's own descriptor, closed by now
+		}
+		out = append(out, e.Name()+"->"+target+socketInfo(target))
+	}
+	return out
+}
+
+// socketInfo says what socket:[inode] is (protocol, addresses, TCP state),
+// from /proc/net.
+func socketInfo(target string) string {
+	inode, ok := strings.CutPrefix(target, "socket:[")
+	if !ok {
+		return ""
+	}
+	inode = strings.TrimSuffix(inode, "]")
+	for _, proto := range []string{"tcp", "udp", "tcp6", "udp6", "unix"} {
+		data, err := os.ReadFile("/proc/net/" + proto)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if proto == "unix" {
+				if len(f) > 6 && f[6] == inode {
+					return "(unix)"
+				}
+				continue
+			}
+			if len(f) > 9 && f[9] == inode {
+				return fmt.Sprintf("(%s %s %s st=%s)", proto, f[1], f[2], f[3])
+			}
+		}
+	}
+	return ""
+}
+
+// goroutines is a dump of every goroutine's stack.
+func goroutines() string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return b.String()
+}
