@@ -11,9 +11,11 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/faio-go/faio"
+	"github.com/faio-go/faio/modules/faiohttp"
 )
 
 // Chaos: in each round a runtime of two workers runs a random mix of
@@ -127,6 +130,7 @@ type chaos struct {
 	sem     *faio.Semaphore
 	inSem   atomic.Int32
 	files   atomic.Int32
+	ops     atomic.Int64 // calls that succeeded
 }
 
 const semPermits = 2
@@ -146,7 +150,11 @@ func chaosRound(t *testing.T, where string, seed uint64, dir string, ignore gole
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx, c.rctx = ctx, faio.WithRuntime(ctx, rt)
 
-	actors := []func(r *rand.Rand){c.tcp, c.udp, c.file, c.sleeper, c.channels, c.locks, c.tree, c.blockOn}
+	actors := []func(r *rand.Rand){
+		c.tcp, c.udp, c.file, c.sleeper, c.channels, c.locks, c.tree, c.blockOn,
+		c.crossover, c.readTimeouts, c.events, c.fileChurn,
+		c.http, c.vectors, c.panics,
+	}
 	for i := range 4 + rng.IntN(8) {
 		a := actors[rng.IntN(len(actors))]
 		r := rand.New(rand.NewPCG(seed, uint64(i)+2))
@@ -201,6 +209,7 @@ func chaosRound(t *testing.T, where string, seed uint64, dir string, ignore gole
 	case <-time.After(chaosBound):
 		t.Fatalf("%s: calls still blocked %v after Close and cancel\n%s", where, chaosBound, goroutines())
 	}
+	t.Logf("%s: %d calls succeeded", where, c.ops.Load())
 	for _, b := range c.bad {
 		t.Errorf("%s: %s", where, b)
 	}
@@ -240,13 +249,24 @@ func (c *chaos) spawn(what string, fn func(ctx context.Context) error) *faio.Joi
 }
 
 // either runs fn in a task or in a plain goroutine (with the round's
-// context naming the runtime), as r decides.
-func (c *chaos) either(r *rand.Rand, what string, fn func(ctx context.Context) error) {
+// context naming the runtime), as r decides. The channel it returns is
+// closed once fn has returned, or once the task's Join says it never will
+// run.
+func (c *chaos) either(r *rand.Rand, what string, fn func(ctx context.Context) error) <-chan struct{} {
+	done := make(chan struct{})
 	if r.IntN(2) == 0 {
-		c.spawn(what+" (task)", fn)
-		return
+		h := c.spawn(what+" (task)", fn)
+		go func() {
+			_, _ = h.Join(context.Background())
+			close(done)
+		}()
+		return done
 	}
-	c.goroutine(func() { c.check(what+" (goroutine)", fn(c.rctx)) })
+	c.goroutine(func() {
+		defer close(done)
+		c.check(what+" (goroutine)", fn(c.rctx))
+	})
+	return done
 }
 
 func (c *chaos) report(s string) {
@@ -258,6 +278,7 @@ func (c *chaos) report(s string) {
 // check records err unless it is nil or one of chaosExpected.
 func (c *chaos) check(what string, err error) {
 	if err == nil {
+		c.ops.Add(1)
 		return
 	}
 	for _, e := range chaosExpected {
@@ -666,6 +687,359 @@ func (c *chaos) blockOn(r *rand.Rand) {
 		return struct{}{}, c.node(ctx, rand.New(rand.NewPCG(seed, 0)), 2)
 	})
 	c.check("BlockOn", err)
+}
+
+// crossover: a goroutine sets up a connection; a task reads one end while
+// the goroutine writes the other and reads the echo, and both ends are
+// closed from both sides at the end, across Close.
+func (c *chaos) crossover(r *rand.Rand) {
+	l, err := faio.Listen(c.rctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		c.check("Listen", err)
+		return
+	}
+	defer func() { c.check("Listener.Close", l.Close(c.rctx)) }()
+	dialed := make(chan *faio.Conn, 1)
+	c.goroutine(func() {
+		conn, err := faio.Dial(c.rctx, "tcp", l.Addr().String())
+		c.check("Dial", err)
+		dialed <- conn
+	})
+	a, err := l.Accept(c.rctx)
+	b := <-dialed
+	if err != nil || b == nil {
+		c.check("Accept", err)
+		if b != nil {
+			c.check("Conn.Close", b.Close(c.rctx))
+		}
+		if a != nil {
+			c.check("Conn.Close", a.Close(c.rctx))
+		}
+		return
+	}
+	h := c.spawn("crossover echo", func(ctx context.Context) error {
+		defer a.Close(ctx)
+		buf := make([]byte, 100)
+		for {
+			n, err := a.Read(ctx, buf)
+			if err != nil {
+				return err
+			}
+			if _, err := a.Write(ctx, buf[:n]); err != nil {
+				return err
+			}
+		}
+	})
+	out, in := []byte("crossover"), make([]byte, 9)
+	for i := 0; i < 1+r.IntN(100); i++ {
+		if _, err := b.Write(c.rctx, out); err != nil {
+			c.check("crossover Write", err)
+			break
+		}
+		if _, err := b.ReadFull(c.rctx, in); err != nil {
+			c.check("crossover ReadFull", err)
+			break
+		}
+		if !bytes.Equal(in, out) {
+			c.report(fmt.Sprintf("crossover: got %q", in))
+			break
+		}
+		c.ops.Add(1)
+	}
+	c.check("Conn.Close", b.Close(c.rctx))
+	_, _ = h.Join(context.Background())
+	c.check("Conn.Close (goroutine)", a.Close(c.rctx))
+}
+
+// readTimeouts: reads that time out over and over on a silent connection,
+// each cancelled in the kernel, until Close.
+func (c *chaos) readTimeouts(r *rand.Rand) {
+	l, err := faio.Listen(c.rctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		c.check("Listen", err)
+		return
+	}
+	defer func() { c.check("Listener.Close", l.Close(c.rctx)) }()
+	d := time.Duration(50+r.IntN(1000)) * time.Microsecond
+	c.either(r, "read timeouts", func(ctx context.Context) error {
+		conn, err := faio.Dial(ctx, "tcp", l.Addr().String())
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		buf := make([]byte, 10)
+		for {
+			_, err := faio.Timeout(ctx, d, func(ctx context.Context) (int, error) { return conn.Read(ctx, buf) })
+			if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+				return err
+			}
+			c.ops.Add(1)
+		}
+	})
+}
+
+// events: tasks and goroutines wait on an Event, a Promise, a Latch, a
+// Barrier and a Cond that others set, count down and signal.
+func (c *chaos) events(r *rand.Rand) {
+	var ev faio.Event
+	var p faio.Promise[int]
+	latch := faio.NewLatch(2)
+	bar := faio.NewBarrier(2)
+	var mu faio.Mutex
+	var cond faio.Cond
+	ready := false
+	for i := range 6 {
+		c.either(r, "events", func(ctx context.Context) error {
+			switch i {
+			case 0:
+				return ev.Wait(ctx)
+			case 1:
+				v, err := p.Wait(ctx)
+				if err == nil && v != 42 {
+					return fmt.Errorf("Promise: got %d", v)
+				}
+				return err
+			case 2:
+				return latch.Wait(ctx)
+			case 3, 4:
+				_, err := bar.Wait(ctx)
+				return err
+			default:
+				if err := mu.Lock(ctx); err != nil {
+					return err
+				}
+				defer mu.Unlock()
+				return cond.Wait(ctx, &mu, func() bool { return ready })
+			}
+		})
+	}
+	delay := time.Duration(r.IntN(5000)) * time.Microsecond
+	c.either(r, "events setter", func(ctx context.Context) error {
+		if err := faio.Sleep(ctx, delay); err != nil {
+			return err
+		}
+		ev.Set()
+		if err := p.Set(42); err != nil {
+			return err
+		}
+		latch.CountDown()
+		latch.CountDown()
+		if err := mu.Lock(ctx); err != nil {
+			return err
+		}
+		ready = true
+		mu.Unlock()
+		cond.Broadcast()
+		return nil
+	})
+}
+
+// fileChurn: opens, writes, reads and closes files in a loop, until the
+// round ends, and shares one File between a task and a goroutine.
+func (c *chaos) fileChurn(r *rand.Rand) {
+	name := filepath.Join(c.dir, fmt.Sprintf("churn%d", c.files.Add(1)))
+	f, err := faio.OpenFile(c.rctx, name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		c.check("OpenFile", err)
+		return
+	}
+	use := func(ctx context.Context, k int) error {
+		buf := make([]byte, 1000)
+		for {
+			off := int64(k * len(buf))
+			if _, err := f.WriteAt(ctx, buf, off); err != nil {
+				return err
+			}
+			if _, err := f.ReadAt(ctx, buf, off); err != nil {
+				return err
+			}
+			g, err := faio.Open(ctx, name)
+			if err != nil {
+				return err
+			}
+			_, err = g.Read(ctx, buf)
+			if cerr := g.Close(ctx); err == nil {
+				err = cerr
+			}
+			if err != nil && err != io.EOF {
+				return err
+			}
+			c.ops.Add(1)
+		}
+	}
+	h := c.spawn("file churn (task)", func(ctx context.Context) error { return use(ctx, 0) })
+	c.check("file churn (goroutine)", use(c.rctx, 1))
+	_, _ = h.Join(context.Background())
+	c.check("File.Close", f.Close(c.rctx))
+}
+
+// http: a faiohttp server, in a task or a goroutine, answers net/http
+// clients; it may be shut down or closed while they run.
+func (c *chaos) http(r *rand.Rand) {
+	l, err := faio.Listen(c.rctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		c.check("Listen", err)
+		return
+	}
+	srv := &faiohttp.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if err := faio.Sleep(req.Context(), time.Duration(len(req.URL.Path))*100*time.Microsecond); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, req.URL.Path)
+	})}
+	served := c.either(r, "http Serve", func(ctx context.Context) error {
+		err := srv.Serve(ctx, l)
+		if errors.Is(err, faiohttp.ErrServerClosed) {
+			return nil
+		}
+		return err
+	})
+	tr := &http.Transport{DisableKeepAlives: r.IntN(2) == 0}
+	client := &http.Client{Transport: tr}
+	var clients sync.WaitGroup
+	for k := range 1 + r.IntN(3) {
+		clients.Add(1)
+		n := 1 + r.IntN(20)
+		c.goroutine(func() {
+			defer clients.Done()
+			for i := range n {
+				path := "/" + strings.Repeat("x", k+i%5)
+				req, _ := http.NewRequestWithContext(c.ctx, "GET", "http://"+l.Addr().String()+path, nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					return // the server went away: net/http's errors
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err == nil && resp.StatusCode == 200 && string(body) != path {
+					c.report(fmt.Sprintf("http: got %q for %q", body, path))
+				}
+				c.ops.Add(1)
+			}
+		})
+	}
+	switch r.IntN(3) {
+	case 0:
+		c.goroutine(func() {
+			time.Sleep(time.Duration(r.IntN(5000)) * time.Microsecond)
+			c.check("http Shutdown", srv.Shutdown(c.ctx))
+		})
+	case 1:
+		c.goroutine(func() {
+			time.Sleep(time.Duration(r.IntN(5000)) * time.Microsecond)
+			c.check("http Close", srv.Close())
+		})
+	}
+	clients.Wait()
+	tr.CloseIdleConnections()
+	// Serve may not run at all (Close first): then the listener is ours.
+	select {
+	case <-served:
+	case <-c.ctx.Done():
+	}
+	c.check("http Close", srv.Close())
+	<-served
+	tr.CloseIdleConnections()
+	err = l.Close(c.rctx)
+	if !errors.Is(err, net.ErrClosed) {
+		c.check("Listener.Close", err)
+	}
+}
+
+// vectors: the less common socket and file calls (Writev, Readv, Peek,
+// WriteZC, SendFile), over a Unix socket and the standard-interface
+// wrappers with deadlines.
+func (c *chaos) vectors(r *rand.Rand) {
+	name := filepath.Join(c.dir, fmt.Sprintf("v%d", c.files.Add(1)))
+	unix := r.IntN(2) == 0
+	msgs := 1 + r.IntN(30)
+	c.either(r, "vectors", func(ctx context.Context) error {
+		network, addr := "tcp", "127.0.0.1:0"
+		if unix {
+			network, addr = "unix", name+".sock"
+		}
+		l, err := faio.Listen(ctx, network, addr)
+		if err != nil {
+			return err
+		}
+		defer l.Close(ctx)
+		a, err := faio.Dial(ctx, network, l.Addr().String())
+		if err != nil {
+			return err
+		}
+		defer a.Close(ctx)
+		b, err := l.Accept(ctx)
+		if err != nil {
+			return err
+		}
+		defer b.Close(ctx)
+		if err := faio.WriteFile(ctx, name, []byte("0123456789"), 0o644); err != nil {
+			return err
+		}
+		f, err := faio.Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer f.Close(ctx)
+		nb := b.NetConn()
+		in := make([]byte, 10)
+		for i := range msgs {
+			var err error
+			switch i % 4 {
+			case 0:
+				_, err = a.Writev(ctx, [][]byte{[]byte("01234"), []byte("56789")})
+			case 1:
+				_, err = a.WriteZC(ctx, []byte("0123456789"))
+			case 2:
+				_, err = a.SendFile(ctx, f, 0, 10)
+			case 3:
+				_, err = a.NetConn().Write([]byte("0123456789"))
+			}
+			if err != nil {
+				return err
+			}
+			if i%2 == 0 {
+				if _, err := b.Peek(ctx, in[:1]); err != nil {
+					return err
+				}
+				if _, err := b.ReadFull(ctx, in); err != nil {
+					return err
+				}
+			} else {
+				if err := nb.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
+					return err
+				}
+				if _, err := io.ReadFull(nb, in); err != nil {
+					return err
+				}
+			}
+			if string(in) != "0123456789" {
+				return fmt.Errorf("vectors: got %q", in)
+			}
+		}
+		return nil
+	})
+}
+
+// panics: tasks that panic or call runtime.Goexit, which Join reports.
+func (c *chaos) panics(r *rand.Rand) {
+	goexit := r.IntN(2) == 0
+	h := faio.SpawnOn(c.rt, func(ctx context.Context) (int, error) {
+		if err := faio.Yield(ctx); err != nil {
+			return 0, err
+		}
+		if goexit {
+			goruntime.Goexit()
+		}
+		panic("chaos")
+	})
+	_, err := h.Join(context.Background())
+	var pe *faio.PanicError
+	if errors.As(err, &pe) || errors.Is(err, faio.ErrGoexit) {
+		err = nil
+	}
+	c.check("panicking task", err)
 }
 
 // fds lists the process's open descriptors with what they are.
