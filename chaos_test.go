@@ -153,7 +153,8 @@ func chaosRound(t *testing.T, where string, seed uint64, dir string, ignore gole
 	actors := []func(r *rand.Rand){
 		c.tcp, c.udp, c.file, c.sleeper, c.channels, c.locks, c.tree, c.blockOn,
 		c.crossover, c.readTimeouts, c.events, c.fileChurn,
-		c.http, c.vectors, c.panics,
+		c.http, c.vectors, c.panics, c.escaped, c.onWorker,
+		c.stream, c.blocker,
 	}
 	for i := range 4 + rng.IntN(8) {
 		a := actors[rng.IntN(len(actors))]
@@ -161,7 +162,12 @@ func chaosRound(t *testing.T, where string, seed uint64, dir string, ignore gole
 		c.goroutine(func() { a(r) })
 	}
 
-	time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
+	// Close soon (the actors still starting) or later (all in flight).
+	if rng.IntN(3) == 0 {
+		time.Sleep(time.Duration(rng.IntN(2_000)) * time.Microsecond)
+	} else {
+		time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
+	}
 	closeDone := make(chan error, 1)
 	switch rng.IntN(4) {
 	case 0: // Close alone
@@ -189,9 +195,15 @@ func chaosRound(t *testing.T, where string, seed uint64, dir string, ignore gole
 			})
 		}
 		go func() { closeDone <- rt.Close() }()
-	case 3: // Close twice at once
+	case 3: // Close twice at once, while Stats reads the workers
 		go func() { closeDone <- rt.Close() }()
 		c.goroutine(func() { c.check("second Close", rt.Close()) })
+		c.goroutine(func() {
+			for ctx.Err() == nil {
+				_ = rt.Stats()
+				time.Sleep(100 * time.Microsecond)
+			}
+		})
 	}
 	select {
 	case err := <-closeDone:
@@ -201,6 +213,7 @@ func chaosRound(t *testing.T, where string, seed uint64, dir string, ignore gole
 	case <-time.After(chaosBound):
 		t.Fatalf("%s: Close did not return in %v\n%s", where, chaosBound, goroutines())
 	}
+	c.afterClose(t, where)
 	cancel()
 	wgDone := make(chan struct{})
 	go func() { c.wg.Wait(); close(wgDone) }()
@@ -1040,6 +1053,215 @@ func (c *chaos) panics(r *rand.Rand) {
 		err = nil
 	}
 	c.check("panicking task", err)
+}
+
+// afterClose makes calls on the closed runtime from plain goroutines,
+// with a context that is still live: each must return by itself (with
+// ErrClosed, or doing its work as a plain goroutine's call does).
+func (c *chaos) afterClose(t *testing.T, where string) {
+	var late sync.WaitGroup
+	call := func(what string, f func() error) {
+		late.Add(1)
+		c.goroutine(func() {
+			defer late.Done()
+			c.check(what+" after Close", f())
+		})
+	}
+	task := func(ctx context.Context) (int, error) { return 1, faio.Sleep(ctx, time.Millisecond) }
+	call("SpawnOn", func() error { _, err := faio.SpawnOn(c.rt, task).Join(c.ctx); return err })
+	call("BlockOn", func() error { _, err := faio.BlockOn(c.rt, task); return err })
+	call("WaitAll", func() error { _, err := faio.WaitAll(c.rt, task, task); return err })
+	call("Sleep", func() error { return faio.Sleep(c.rctx, time.Millisecond) })
+	call("Timeout", func() error {
+		_, err := faio.Timeout(c.rctx, time.Millisecond, func(ctx context.Context) (int, error) {
+			return 0, faio.Sleep(ctx, time.Minute)
+		})
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil
+		}
+		return fmt.Errorf("Timeout of a minute's Sleep: %v", err)
+	})
+	call("Close", c.rt.Close)
+	call("Listen", func() error {
+		l, err := faio.Listen(c.rctx, "tcp", "127.0.0.1:0")
+		if err == nil {
+			err = l.Close(c.rctx)
+		}
+		return err
+	})
+	call("WriteFile/ReadFile", func() error {
+		name := filepath.Join(c.dir, fmt.Sprintf("late%d", c.files.Add(1)))
+		if err := faio.WriteFile(c.rctx, name, []byte("late"), 0o644); err != nil {
+			return err
+		}
+		_, err := faio.ReadFile(c.rctx, name)
+		return err
+	})
+	done := make(chan struct{})
+	go func() { late.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(chaosBound):
+		t.Fatalf("%s: calls on the closed runtime still blocked after %v\n%s", where, chaosBound, goroutines())
+	}
+}
+
+// escaped: a task hands its context to a goroutine, which uses it for
+// faio calls while the task runs, after it has finished, and across Close.
+func (c *chaos) escaped(r *rand.Rand) {
+	got := make(chan context.Context, 1)
+	hold := time.Duration(r.IntN(3000)) * time.Microsecond
+	c.spawn("escaping task", func(ctx context.Context) error {
+		got <- ctx
+		return faio.Sleep(ctx, hold)
+	})
+	var ctx context.Context
+	select {
+	case ctx = <-got:
+	case <-c.ctx.Done(): // the task never ran
+		return
+	}
+	var mu faio.Mutex
+	s, rcv := faio.NewChannel[int](1)
+	for i := 0; i < 1+r.IntN(30) && c.ctx.Err() == nil; i++ {
+		var err error
+		switch i % 5 {
+		case 0:
+			err = faio.Sleep(ctx, 200*time.Microsecond)
+		case 1:
+			h := faio.Spawn(ctx, func(ctx context.Context) (int, error) { return i, faio.Yield(ctx) })
+			_, err = h.Join(ctx)
+		case 2:
+			if err = mu.Lock(ctx); err == nil {
+				mu.Unlock()
+			}
+		case 3:
+			if err = s.Send(ctx, i); err == nil {
+				_, err = rcv.Recv(ctx)
+			}
+		case 4:
+			_, err = faio.ReadFile(ctx, "/proc/self/stat")
+		}
+		if err != nil {
+			c.check("escaped context", err)
+			return
+		}
+		c.ops.Add(1)
+	}
+}
+
+// onWorker: BlockOn and Close called from a task return ErrOnWorker.
+func (c *chaos) onWorker(r *rand.Rand) {
+	c.spawn("on worker", func(ctx context.Context) error {
+		if err := c.rt.Close(); !errors.Is(err, faio.ErrOnWorker) {
+			return fmt.Errorf("Close in a task: %v", err)
+		}
+		_, err := faio.BlockOn(c.rt, func(ctx context.Context) (int, error) { return 0, nil })
+		if !errors.Is(err, faio.ErrOnWorker) {
+			return fmt.Errorf("BlockOn in a task: %v", err)
+		}
+		return nil
+	})
+}
+
+// stream: large writes and reads of one TCP stream, each under a short
+// timeout: an operation that returns the context's error did nothing, and
+// one that returns n moved n bytes, so the reader sees the writer's
+// stream whole and in order however many were cancelled.
+func (c *chaos) stream(r *rand.Rand) {
+	l, err := faio.Listen(c.rctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		c.check("Listen", err)
+		return
+	}
+	defer func() { c.check("Listener.Close", l.Close(c.rctx)) }()
+	size := 1 + r.IntN(256<<10)
+	wd := time.Duration(20+r.IntN(500)) * time.Microsecond
+	rd := time.Duration(20+r.IntN(500)) * time.Microsecond
+	pattern := func(pos int64) byte { return byte(pos % 251) }
+	connected := make(chan *faio.Conn, 1)
+	wdone := c.either(r, "stream writer", func(ctx context.Context) error {
+		conn, err := faio.Dial(ctx, "tcp", l.Addr().String())
+		if err != nil {
+			close(connected)
+			return err
+		}
+		connected <- conn
+		defer conn.Close(ctx)
+		buf := make([]byte, size)
+		for pos := int64(0); ; {
+			for i := range buf {
+				buf[i] = pattern(pos + int64(i))
+			}
+			n, err := faio.Timeout(ctx, wd, func(ctx context.Context) (int, error) { return conn.Write(ctx, buf) })
+			if n < 0 || n > len(buf) || (err == nil && n != len(buf)) {
+				return fmt.Errorf("stream: Write = %d, %v of %d", n, err, len(buf))
+			}
+			pos += int64(n)
+			if err != nil && (!errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) {
+				return err
+			}
+		}
+	})
+	conn, err := l.Accept(c.rctx)
+	if err != nil {
+		c.check("Accept", err)
+		<-wdone
+		closeDialed(c, connected)
+		return
+	}
+	rdone := c.either(r, "stream reader", func(ctx context.Context) error {
+		defer conn.Close(ctx)
+		buf := make([]byte, 1+r.IntN(128<<10))
+		for pos := int64(0); ; {
+			n, err := faio.Timeout(ctx, rd, func(ctx context.Context) (int, error) { return conn.Read(ctx, buf) })
+			if n < 0 || n > len(buf) || (err != nil && n != 0) {
+				return fmt.Errorf("stream: Read = %d, %v", n, err)
+			}
+			for i, b := range buf[:n] {
+				if b != pattern(pos+int64(i)) {
+					return fmt.Errorf("stream: byte %d is %d, want %d", pos+int64(i), b, pattern(pos+int64(i)))
+				}
+			}
+			pos += int64(n)
+			if err != nil && (!errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) {
+				return err
+			}
+			if n > 0 {
+				c.ops.Add(1)
+			}
+		}
+	})
+	<-rdone
+	<-wdone
+	c.check("Conn.Close", conn.Close(c.rctx))
+	closeDialed(c, connected)
+}
+
+// closeDialed closes the connection the writer dialed, if it ran at all.
+func closeDialed(c *chaos, connected <-chan *faio.Conn) {
+	select {
+	case conn, ok := <-connected:
+		if ok {
+			c.check("Conn.Close", conn.Close(c.rctx))
+		}
+	default:
+	}
+}
+
+// blocker: a task that blocks its worker in plain Go now and then, so the
+// watchdog moves the tasks queued behind it, Close included.
+func (c *chaos) blocker(r *rand.Rand) {
+	n := 1 + r.IntN(5)
+	c.spawn("blocker", func(ctx context.Context) error {
+		for range n {
+			time.Sleep(time.Duration(1+r.IntN(15)) * time.Millisecond)
+			if err := faio.Yield(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // fds lists the process's open descriptors with what they are.
