@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"go.uber.org/goleak"
 
@@ -83,8 +84,9 @@ func TestChaosCloseAtAnyMoment(t *testing.T) {
 			if mode.env != "" {
 				t.Setenv(mode.env, mode.value)
 			}
-			ignore := goleak.IgnoreCurrent()
 			dir := t.TempDir()
+			warmUp(t, dir)
+			ignore := goleak.IgnoreCurrent()
 			for r := range rounds {
 				s := seed ^ uint64(m)<<56 ^ uint64(r)*0x9e3779b97f4a7c15
 				where := fmt.Sprintf("seed %d, mode %s, round %d", seed, mode.name, r)
@@ -154,7 +156,7 @@ func chaosRound(t *testing.T, where string, seed uint64, dir string, ignore gole
 		c.tcp, c.udp, c.file, c.sleeper, c.channels, c.locks, c.tree, c.blockOn,
 		c.crossover, c.readTimeouts, c.events, c.fileChurn,
 		c.http, c.vectors, c.panics, c.escaped, c.onWorker,
-		c.stream, c.blocker,
+		c.stream, c.blocker, c.direct,
 	}
 	for i := range 4 + rng.IntN(8) {
 		a := actors[rng.IntN(len(actors))]
@@ -1262,6 +1264,83 @@ func (c *chaos) blocker(r *rand.Rand) {
 		}
 		return nil
 	})
+}
+
+// direct: reads and writes of an O_DIRECT file (Linux AIO on the
+// portable backend) under short timeouts; the blocks read back are those
+// written.
+func (c *chaos) direct(r *rand.Rand) {
+	name := filepath.Join(c.dir, fmt.Sprintf("d%d", c.files.Add(1)))
+	blocks := 1 + r.IntN(16)
+	d := time.Duration(20+r.IntN(2000)) * time.Microsecond
+	c.either(r, "O_DIRECT", func(ctx context.Context) error {
+		f, err := faio.OpenFile(ctx, name, os.O_RDWR|os.O_CREATE|syscall.O_DIRECT, 0o644)
+		if errors.Is(err, syscall.EINVAL) {
+			return nil // a file system without O_DIRECT
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close(ctx)
+		const block = 4096
+		out, in := aligned(block), aligned(block)
+		written := map[int64]byte{}
+		for i := range 4 * blocks {
+			off := int64(i%blocks) * block
+			if i < blocks {
+				for j := range out {
+					out[j] = byte(i)
+				}
+				if _, err := f.WriteAt(ctx, out, off); err != nil {
+					return err
+				}
+				written[off] = byte(i)
+				continue
+			}
+			n, err := faio.Timeout(ctx, d, func(ctx context.Context) (int, error) { return f.ReadAt(ctx, in, off) })
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if n != block || in[0] != written[off] || in[block-1] != written[off] {
+				return fmt.Errorf("O_DIRECT: ReadAt(%d) = %d bytes of %d, want %d", off, n, in[0], written[off])
+			}
+		}
+		return nil
+	})
+}
+
+// warmUp makes the process-wide descriptors faio keeps once made (the
+// portable backend's AIO eventfd) before the rounds count descriptors.
+func warmUp(t *testing.T, dir string) {
+	rt, err := faio.New(faio.Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	_, err = faio.BlockOn(rt, func(ctx context.Context) (int, error) {
+		f, err := faio.OpenFile(ctx, filepath.Join(dir, "warm-up"), os.O_RDWR|os.O_CREATE|syscall.O_DIRECT, 0o644)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close(ctx)
+		if _, err := f.WriteAt(ctx, aligned(4096), 0); err != nil {
+			return 0, err
+		}
+		return f.ReadAt(ctx, aligned(4096), 0)
+	})
+	if err != nil && !errors.Is(err, syscall.EINVAL) {
+		t.Fatal(err)
+	}
+}
+
+// aligned returns n bytes aligned for O_DIRECT.
+func aligned(n int) []byte {
+	b := make([]byte, n+4096)
+	skip := (4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)) % 4096
+	return b[skip : skip+n : skip+n]
 }
 
 // fds lists the process's open descriptors with what they are.
