@@ -47,8 +47,8 @@ import (
 //   - no descriptor is left open.
 //
 // FAIO_CHAOS_SEED replays a run (the mix and the delays, not the
-// interleaving); FAIO_CHAOS_ROUNDS sets the rounds per mode (default 12,
-// 4 with -short). The modes are the default backend, pinned workers
+// interleaving); FAIO_CHAOS_ROUNDS sets the rounds per mode (default 30,
+// 6 with -short). The modes are the default backend, pinned workers
 // (FAIO_PINNED=1) and the portable backend (FAIO_BACKEND=portable).
 func TestChaosCloseAtAnyMoment(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
@@ -58,9 +58,9 @@ func TestChaosCloseAtAnyMoment(t *testing.T) {
 			t.Fatalf("FAIO_CHAOS_SEED: %v", err)
 		}
 	}
-	rounds := 12
+	rounds := 30
 	if testing.Short() {
-		rounds = 4
+		rounds = 6
 	}
 	if s := os.Getenv("FAIO_CHAOS_ROUNDS"); s != "" {
 		var err error

@@ -9,6 +9,7 @@ require (
 	github.com/faio-go/faio/modules/runtime v0.0.0
 	github.com/faio-go/faio/modules/sync v0.0.0
 	github.com/faio-go/faio/modules/uring v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -17,7 +18,6 @@ require (
 	github.com/faio-go/faio/modules/statemachine v0.0.0 // indirect
 	github.com/faio-go/faio/modules/timerwheel v0.0.0 // indirect
 	github.com/faio-go/faio/modules/watchdog v0.0.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
 
