@@ -638,20 +638,20 @@ func (c *chaos) locks(r *rand.Rand) {
 	n := 1 + r.IntN(4)
 	wg.Add(n)
 	for range n {
-		iters := 1 + r.IntN(20)
+		iters := 1 + r.IntN(60)
 		c.either(r, "locker", func(ctx context.Context) error {
 			defer wg.Done()
 			for i := range iters {
 				var err error
 				switch i % 4 {
 				case 0:
-					err = c.holdMutex(ctx)
+					err = c.holdMutex(ctx, i/4)
 				case 1:
-					err = c.holdRW(ctx, true)
+					err = c.holdRW(ctx, true, i/4)
 				case 2:
-					err = c.holdRW(ctx, false)
+					err = c.holdRW(ctx, false, i/4)
 				case 3:
-					err = c.holdSem(ctx)
+					err = c.holdSem(ctx, i/4)
 				}
 				if err != nil {
 					return err
@@ -663,8 +663,25 @@ func (c *chaos) locks(r *rand.Rand) {
 	c.either(r, "WaitGroup.Wait", func(ctx context.Context) error { return wg.Wait(ctx) })
 }
 
-func (c *chaos) holdMutex(ctx context.Context) error {
-	if err := c.lock.Lock(ctx); err != nil {
+// queued acquires through acquire under a timeout of a few microseconds
+// now and then, so that waiters leave the queue cancelled while holders
+// release; a timeout is not an error of the caller's.
+func queued(ctx context.Context, i int, acquire func(context.Context) error) (bool, error) {
+	if i%3 != 0 {
+		err := acquire(ctx)
+		return err == nil, err
+	}
+	_, err := faio.Timeout(ctx, time.Duration(i%50)*time.Microsecond, func(ctx context.Context) (int, error) {
+		return 0, acquire(ctx)
+	})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (c *chaos) holdMutex(ctx context.Context, i int) error {
+	if held, err := queued(ctx, i, c.lock.Lock); !held {
 		return err
 	}
 	defer c.lock.Unlock()
@@ -675,9 +692,9 @@ func (c *chaos) holdMutex(ctx context.Context) error {
 	return faio.Yield(ctx)
 }
 
-func (c *chaos) holdRW(ctx context.Context, write bool) error {
+func (c *chaos) holdRW(ctx context.Context, write bool, i int) error {
 	if write {
-		if err := c.rw.Lock(ctx); err != nil {
+		if held, err := queued(ctx, i, c.rw.Lock); !held {
 			return err
 		}
 		defer c.rw.Unlock()
@@ -686,7 +703,7 @@ func (c *chaos) holdRW(ctx context.Context, write bool) error {
 		}
 		defer c.writers.Add(-1)
 	} else {
-		if err := c.rw.RLock(ctx); err != nil {
+		if held, err := queued(ctx, i, c.rw.RLock); !held {
 			return err
 		}
 		defer c.rw.RUnlock()
@@ -699,8 +716,9 @@ func (c *chaos) holdRW(ctx context.Context, write bool) error {
 	return faio.Sleep(ctx, 100*time.Microsecond)
 }
 
-func (c *chaos) holdSem(ctx context.Context) error {
-	if err := c.sem.Acquire(ctx, 1); err != nil {
+func (c *chaos) holdSem(ctx context.Context, i int) error {
+	acquire := func(ctx context.Context) error { return c.sem.Acquire(ctx, 1) }
+	if held, err := queued(ctx, i, acquire); !held {
 		return err
 	}
 	defer c.sem.Release(1)
