@@ -202,25 +202,8 @@ func TestStressCloseRacesOperations(t *testing.T) {
 		tx, rx := New[uint64](2)
 		var fns []func(context.Context) error
 		var where []placement
-		var mu sync.Mutex
-		sent := map[uint64]int{}
-		received := map[uint64]int{}
+		book := newLedger()
 		var prodClosers, consClosers sync.WaitGroup
-		// closeAfter closes an end once progress reaches k, or once stop
-		// is closed (a consumer may never get k values).
-		closeAfter := func(wg *sync.WaitGroup, progress *atomic.Int64, k int64, stop <-chan struct{}, close func() error) {
-			wg.Go(func() {
-				for progress.Load() < k {
-					select {
-					case <-stop:
-						k = 0
-					default:
-						goruntime.Gosched()
-					}
-				}
-				close()
-			})
-		}
 		never := make(chan struct{})
 		for p := range producers {
 			txp := tx.Clone()
@@ -229,15 +212,7 @@ func TestStressCloseRacesOperations(t *testing.T) {
 			fns = append(fns, func(ctx context.Context) error {
 				for i := range perProducer {
 					v := value(p, i)
-					err := txp.Send(ctx, v)
-					var se *SendError[uint64]
-					switch {
-					case err == nil:
-						mu.Lock()
-						sent[v]++
-						mu.Unlock()
-					case errors.As(err, &se) && se.Value == v:
-					default:
+					if err := book.sendResult(v, txp.Send(ctx, v)); err != nil {
 						return fmt.Errorf("producer %d: Send(%#x) = %v", p, v, err)
 					}
 					progress.Add(1)
@@ -264,9 +239,7 @@ func TestStressCloseRacesOperations(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					mu.Lock()
-					received[v]++
-					mu.Unlock()
+					book.got(v)
 					progress.Add(1)
 				}
 			}
@@ -284,18 +257,78 @@ func TestStressCloseRacesOperations(t *testing.T) {
 			t.Fatal(err)
 		}
 		consClosers.Wait()
-		if len(sent) != len(received) {
-			t.Fatalf("round %d: %d values sent, %d received", r, len(sent), len(received))
-		}
-		for v, n := range received {
-			if n != 1 || sent[v] != 1 {
-				t.Fatalf("round %d: value %#x sent %d times, received %d times", r, v, sent[v], n)
-			}
-		}
+		book.check(t, r)
 		if err := rx.Close(); err != nil {
 			t.Fatal(err)
 		}
-		okSends += len(sent)
+		okSends += len(book.sent)
 	}
 	t.Logf("%d of %d sends delivered before their end closed", okSends, rounds*producers*perProducer)
+}
+
+// closeAfter closes ends once progress reaches k, or once stop is closed
+// (a consumer may never get k values), on a goroutine counted by wg.
+func closeAfter(wg *sync.WaitGroup, progress *atomic.Int64, k int64, stop <-chan struct{}, ends ...func() error) {
+	wg.Go(func() {
+		for progress.Load() < k {
+			select {
+			case <-stop:
+				k = 0
+			default:
+				goruntime.Gosched()
+			}
+		}
+		for _, c := range ends {
+			_ = c()
+		}
+	})
+}
+
+// ledger is the account of one round of a test where ends close under
+// sends and receives: every value sent must be received once, and no
+// value whose send failed may be received.
+type ledger struct {
+	mu             sync.Mutex
+	sent, received map[uint64]int
+}
+
+func newLedger() *ledger {
+	return &ledger{sent: map[uint64]int{}, received: map[uint64]int{}}
+}
+
+// sendResult records the outcome of sending v: err nil counts v as sent,
+// a SendError giving v back counts nothing. Any other err is returned.
+func (l *ledger) sendResult(v uint64, err error) error {
+	var se *SendError[uint64]
+	switch {
+	case err == nil:
+		l.mu.Lock()
+		l.sent[v]++
+		l.mu.Unlock()
+	case errors.As(err, &se) && se.Value == v:
+	default:
+		return err
+	}
+	return nil
+}
+
+// got records that v was received.
+func (l *ledger) got(v uint64) {
+	l.mu.Lock()
+	l.received[v]++
+	l.mu.Unlock()
+}
+
+// check fails t unless every value sent in round r was received exactly
+// once, and nothing else was.
+func (l *ledger) check(t *testing.T, r int) {
+	t.Helper()
+	if len(l.sent) != len(l.received) {
+		t.Fatalf("round %d: %d values sent, %d received", r, len(l.sent), len(l.received))
+	}
+	for v, n := range l.received {
+		if n != 1 || l.sent[v] != 1 {
+			t.Fatalf("round %d: value %#x sent %d times, received %d times", r, v, l.sent[v], n)
+		}
+	}
 }
