@@ -69,6 +69,11 @@ var variants = []variant{
 	// the SQ ring tells it to make.
 	{name: "single-coop", uring: &uringConfig{threads: 1, flags: coop}},
 
+	// multishot-coop: multishot on single-coop's ring: whether multishot
+	// receive still saves anything once COOP_TASKRUN has cut the
+	// interrupts (faio's rings use it).
+	{name: "multishot-coop", uring: &uringConfig{threads: 1, multishot: true, flags: coop}},
+
 	// uring-poll: the readiness model on io_uring: a multishot
 	// IORING_OP_POLL_ADD (POLLIN) per non-blocking connection, and on each
 	// of its completions read(2) until EAGAIN and write(2) of what was
