@@ -459,3 +459,63 @@ func TestPortableReadySocketYields(t *testing.T) {
 		return fmt.Errorf("the other task did not run during %d ready writes", 10*runtime.CoopBudget)
 	})
 }
+
+// recvTry and recvTried: a socket whose tries find data keeps trying; after
+// a miss with no credit left, the next recvHintSkip receives go straight to
+// the ring and the one after is tried again; credit is capped, so a socket
+// whose traffic changes stops trying after at most recvHintMax+1 misses.
+func TestRecvHint(t *testing.T) {
+	var g fdGuard
+	tries := func(n int) (tried int) {
+		for range n {
+			if g.recvTry() {
+				tried++
+				g.recvTried(false)
+			}
+		}
+		return tried
+	}
+	if !g.recvTry() {
+		t.Fatal("a new socket does not try")
+	}
+	g.recvTried(false) // a miss at 0: skip the next recvHintSkip
+	for i := range recvHintSkip {
+		if g.recvTry() {
+			t.Fatalf("receive %d after the miss is tried, want %d skipped", i+1, recvHintSkip)
+		}
+	}
+	if !g.recvTry() {
+		t.Fatal("the receive after the skipped ones is not tried")
+	}
+	for range 100 {
+		g.recvTried(true)
+		if !g.recvTry() {
+			t.Fatal("a socket that hits stopped trying")
+		}
+	}
+	// Now at recvHintMax: that many misses use the credit up, the next one
+	// starts skipping.
+	if got := tries(recvHintMax + 1); got != recvHintMax+1 {
+		t.Fatalf("%d receives tried of the first %d misses, want all", got, recvHintMax+1)
+	}
+	if got := tries(recvHintSkip); got != 0 {
+		t.Fatalf("%d receives tried after the credit ran out, want 0", got)
+	}
+	// Always missing: one try in recvHintSkip+1 receives.
+	if got, n := tries(90*(recvHintSkip+1)), 90; got != n {
+		t.Fatalf("a socket that never hits tried %d receives of %d, want %d", got, 90*(recvHintSkip+1), n)
+	}
+	// A socket whose tries hit one in two, a hit first, tries every time.
+	g.recvHint.Store(0)
+	tried, hit := 0, true
+	for range 100 {
+		if g.recvTry() {
+			tried++
+			g.recvTried(hit)
+			hit = !hit
+		}
+	}
+	if tried != 100 {
+		t.Fatalf("a socket hitting one try in two tried %d receives of 100", tried)
+	}
+}

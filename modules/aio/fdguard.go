@@ -55,6 +55,10 @@ type fdGuard struct {
 	rfd   atomic.Pointer[runtime.FD]
 	noRFD bool
 
+	// recvHint decides whether a task's receive is tried on the spot
+	// before the ring (recvTry, recvTried in direct.go).
+	recvHint atomic.Int32
+
 	mu       sync.Mutex    // guards the fields below and poll's and rfd's creation
 	isClosed bool          // the descriptor has been closed
 	closeErr error         // what close(2) said
