@@ -13,6 +13,7 @@ import (
 )
 
 func TestReadWriteAtOffsets(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	f := tempFile(t, bytes.Repeat([]byte{'.'}, 64))
 	fd := int(f.Fd())
@@ -61,6 +62,7 @@ func TestReadWriteAtOffsets(t *testing.T) {
 
 // CurrentPos reads and writes at the file position and advances it.
 func TestCurrentPosition(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	if r.Features()&FeatRWCurPos == 0 {
 		t.Skip("kernel lacks FeatRWCurPos")
@@ -79,6 +81,7 @@ func TestCurrentPosition(t *testing.T) {
 }
 
 func TestReadvWritev(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	f := tempFile(t, nil)
 	fd := int(f.Fd())
@@ -112,6 +115,7 @@ func TestReadvWritev(t *testing.T) {
 }
 
 func TestFsync(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	f := tempFile(t, []byte("durable"))
 	getSQE(t, r).PrepFsync(int(f.Fd()), 0)
@@ -121,6 +125,7 @@ func TestFsync(t *testing.T) {
 }
 
 func TestOpenatStatxClose(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	dir := t.TempDir()
 	path, err := BytePtrFromString(filepath.Join(dir, "new"))
@@ -186,6 +191,7 @@ func TestBytePtrFromString(t *testing.T) {
 func unsafeString(p *byte) string { return unix.BytePtrToString(p) }
 
 func TestBadFd(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	var b [8]byte
 	s := getSQE(t, r)
@@ -216,6 +222,7 @@ func TestBadFd(t *testing.T) {
 }
 
 func TestFixedFilesAndBuffers(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	f := tempFile(t, []byte("registered files and buffers"))
 	if err := r.RegisterFiles([]int32{-1, int32(f.Fd())}); err != nil {

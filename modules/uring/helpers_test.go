@@ -2,6 +2,9 @@ package uring
 
 import (
 	"bytes"
+	"errors"
+	"flag"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -13,7 +16,50 @@ import (
 )
 
 // The package must never start goroutines of its own.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+//
+// Where this process may not use io_uring (sysctl io_uring_disabled, a
+// container's seccomp filter, a kernel without it), the tests that need a
+// ring skip and say why, and the Examples, which cannot skip, do not run:
+// the rest of the package is still tested. A ring refused for any other
+// reason (locked memory, say) fails those tests as before.
+func TestMain(m *testing.M) {
+	if errUnavailable = probeIOURing(); errUnavailable != nil {
+		flag.Parse()
+		skip := "^Example"
+		if s := flag.Lookup("test.skip").Value.String(); s != "" {
+			skip = s + "|" + skip
+		}
+		if err := flag.Set("test.skip", skip); err != nil {
+			panic(err)
+		}
+		fmt.Fprintf(os.Stderr, "faio/uring: io_uring is unavailable here, so the tests that need a ring skip and the Examples do not run: %v\n", errUnavailable)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// errUnavailable says why this process cannot set up a ring at all, or is
+// nil (see TestMain).
+var errUnavailable error
+
+func probeIOURing() error {
+	r, err := New(1, nil)
+	if err == nil {
+		r.Close()
+		return nil
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+		return err
+	}
+	return nil
+}
+
+// needRing skips t where io_uring is unavailable (see TestMain).
+func needRing(t testing.TB) {
+	t.Helper()
+	if errUnavailable != nil {
+		t.Skipf("io_uring is unavailable: %v", errUnavailable)
+	}
+}
 
 func newRing(t testing.TB, entries uint32, p *Params) *Ring {
 	t.Helper()

@@ -12,6 +12,7 @@ import (
 // Accept, connect, send, recv and shutdown, all through the ring, over
 // 127.0.0.1.
 func TestTCP(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	lfd, addr := listenTCP(t)
 	cfd := tcpSocket(t)
@@ -94,6 +95,7 @@ func TestTCP(t *testing.T) {
 }
 
 func TestConnectRefused(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	lfd, addr := listenTCP(t)
 	unix.Close(lfd) // nothing listens on addr any more
@@ -107,6 +109,7 @@ func TestConnectRefused(t *testing.T) {
 }
 
 func TestAcceptMultishot(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	lfd, addr := listenTCP(t)
 	s := getSQE(t, r)
@@ -154,6 +157,7 @@ func TestAcceptMultishot(t *testing.T) {
 }
 
 func TestRecvMultishotProvidedBuffers(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	client, server := tcpPair(t)
 	const size, count, group = 16, 4, 7

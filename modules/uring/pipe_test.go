@@ -29,6 +29,7 @@ func TestPrepSpliceLayout(t *testing.T) {
 // offset (the file position does not move), tee to a second pipe, and
 // splice at the file position (NoOffset), which moves.
 func TestSpliceAndTee(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	for _, op := range []Op{OpSplice, OpTee} {
 		if p, err := r.Probe(); err == nil && !p.Supported(op) {

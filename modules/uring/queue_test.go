@@ -11,6 +11,7 @@ import (
 )
 
 func TestSQFull(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	for i := range 8 {
 		if got := r.SQSpace(); got != uint32(8-i) {
@@ -50,6 +51,7 @@ func TestSQFull(t *testing.T) {
 // With a CQ of 4 and 16 completions, the kernel holds 12 back; every one of
 // them must still be reaped exactly once, through each reaping method.
 func TestCQOverflowBacklog(t *testing.T) {
+	needRing(t)
 	reapers := map[string]func(r *Ring, seen func(uint64)) int{
 		"PeekCQE": func(r *Ring, seen func(uint64)) int {
 			c, err := r.PeekCQE()
@@ -130,6 +132,7 @@ func TestCQOverflowBacklog(t *testing.T) {
 // counter. Bump that counter (it lives in the mapping shared with the
 // kernel) and check that the loss is reported, once.
 func TestCQDroppedReported(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	atomic.AddUint32(r.cq.koverflow, 3)
 	if r.Overflow() != 3 {
@@ -160,6 +163,7 @@ func TestCQDroppedReported(t *testing.T) {
 }
 
 func TestPeekBatchAndAdvance(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	if c, err := r.PeekCQE(); c != nil || err != nil {
 		t.Fatalf("PeekCQE on an empty ring = %v, %v", c, err)
@@ -199,6 +203,7 @@ func TestPeekBatchAndAdvance(t *testing.T) {
 
 // ForEachCQE releases what fn was given even if fn panics, and nothing else.
 func TestForEachCQEPanic(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	for i := range 4 {
 		s := getSQE(t, r)
@@ -226,6 +231,7 @@ func TestForEachCQEPanic(t *testing.T) {
 // A chain with SQEDrain runs after everything before it; SQEAsync and
 // hardlinks are accepted and complete normally.
 func TestSQEFlags(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	ts := unix.NsecToTimespec(int64(5 * time.Millisecond))
 	s := getSQE(t, r)
@@ -255,6 +261,7 @@ func TestSQEFlags(t *testing.T) {
 }
 
 func TestEventFd(t *testing.T) {
+	needRing(t)
 	// The kernel may signal the eventfd a little after posting the CQE
 	// (from an RCU callback), so wait for the signal rather than read once.
 	signalled := func(efd int, wait time.Duration) bool {
@@ -313,6 +320,7 @@ func TestEventFd(t *testing.T) {
 // SetEventFdSignals(false) stops completions from signalling the registered
 // eventfd, and (true) restores it.
 func TestSetEventFdSignals(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
@@ -362,6 +370,7 @@ func TestSetEventFdSignals(t *testing.T) {
 // An SQPOLL ring submits without system calls while the poll thread is
 // awake and wakes it when it sleeps.
 func TestSQPollWakeup(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, &Params{Flags: SetupSQPoll, SQThreadIdle: 1})
 	for round := range 3 {
 		time.Sleep(10 * time.Millisecond) // let the poll thread go idle
@@ -378,6 +387,7 @@ func TestSQPollWakeup(t *testing.T) {
 // Without FeatExtArg a timed wait needs an SQ slot for its timeout; with the
 // SQ full it submits first and still honours the timeout.
 func TestWaitTimeoutFullSQ(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	withoutExtArg(r)
 	_, server := tcpPair(t)
@@ -408,6 +418,7 @@ func TestWaitTimeoutFullSQ(t *testing.T) {
 // in io_uring_enter, which returned at once each time, until the timeout
 // (forever with SubmitAndWait).
 func TestWaitMoreThanCQ(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, &Params{CQEntries: 8})
 	const total = 16
 	for round := range 2 {

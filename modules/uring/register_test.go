@@ -5,6 +5,7 @@ import "testing"
 // The io-wq limits are set and read back: a second call with zeros
 // changes nothing and returns what the first set.
 func TestRegisterIOWQMaxWorkers(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	if _, _, err := r.RegisterIOWQMaxWorkers(3, 5); err != nil {
 		t.Fatalf("RegisterIOWQMaxWorkers: %v", err)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestNewDefaults(t *testing.T) {
+	needRing(t)
 	var p Params
 	r := newRing(t, 0, &p)
 	if p.Entries != DefaultEntries || r.SQEntries() != DefaultEntries {
@@ -37,6 +38,7 @@ func TestNewDefaults(t *testing.T) {
 // Every setup flag the runtime may use is passed through and gives a ring
 // that round-trips a nop.
 func TestNewFlags(t *testing.T) {
+	needRing(t)
 	tests := []struct {
 		name   string
 		p      Params
@@ -89,6 +91,7 @@ func TestNewFlags(t *testing.T) {
 // With the taskrun flag the kernel announces completions it has not posted
 // yet, and PeekCQE enters the kernel to post them.
 func TestTaskrunFlagPeek(t *testing.T) {
+	needRing(t)
 	for _, flags := range []uint32{
 		SetupCoopTaskrun | SetupTaskrunFlag,
 		SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag,
@@ -132,6 +135,7 @@ func TestTaskrunFlagPeek(t *testing.T) {
 }
 
 func TestEnableDisabledRing(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, &Params{Flags: SetupRDisabled})
 	getSQE(t, r).PrepNop()
 	if _, err := r.Submit(); !errors.Is(err, syscall.EBADFD) {
@@ -146,6 +150,7 @@ func TestEnableDisabledRing(t *testing.T) {
 }
 
 func TestNewClamp(t *testing.T) {
+	needRing(t)
 	var p Params
 	p.Flags = SetupClamp
 	r := newRing(t, 1<<20, &p)
@@ -155,6 +160,7 @@ func TestNewClamp(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
+	needRing(t)
 	_, err := New(1<<20, nil)
 	var e *Error
 	if !errors.As(err, &e) || !errors.Is(err, syscall.EINVAL) || e.Op != "io_uring_setup" || e.Hint == "" {
@@ -252,6 +258,7 @@ func TestSetupErrorHints(t *testing.T) {
 }
 
 func TestProbe(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	p, err := r.Probe()
 	if err != nil {
@@ -274,6 +281,7 @@ func TestProbe(t *testing.T) {
 }
 
 func TestClosedRing(t *testing.T) {
+	needRing(t)
 	r, err := New(4, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -334,6 +342,7 @@ func TestClosedRing(t *testing.T) {
 // Closing the ring from inside ForEachCQE stops the loop without touching
 // the unmapped CQ.
 func TestCloseInsideForEach(t *testing.T) {
+	needRing(t)
 	r, err := New(4, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // the peer receives the bytes. A failed one posts its error, and a
 // notification after it when that CQE says More.
 func TestSendZC(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	if p, err := r.Probe(); err != nil || !p.Supported(OpSendZC) {
 		t.Skipf("IORING_OP_SEND_ZC unsupported (%v)", err)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestTimeoutFires(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	ts := unix.NsecToTimespec(int64(5 * time.Millisecond))
 	s := getSQE(t, r)
@@ -47,6 +48,7 @@ func TestTimeoutFires(t *testing.T) {
 // A count timeout completes with 0 once enough other requests completed,
 // long before its timer.
 func TestTimeoutCount(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	ts := unix.NsecToTimespec(int64(time.Hour))
 	s := getSQE(t, r)
@@ -65,6 +67,7 @@ func TestTimeoutCount(t *testing.T) {
 }
 
 func TestTimeoutRemoveAndUpdate(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	long := unix.NsecToTimespec(int64(time.Hour))
 	s := getSQE(t, r)
@@ -101,6 +104,7 @@ func TestTimeoutRemoveAndUpdate(t *testing.T) {
 
 // A linked timeout cancels a recv that never completes.
 func TestLinkTimeoutCancelsRecv(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	_, server := tcpPair(t)
 	buf := make([]byte, 16)
@@ -125,6 +129,7 @@ func TestLinkTimeoutCancelsRecv(t *testing.T) {
 // A linked timeout that does not fire completes with ECANCELED and leaves
 // its request alone.
 func TestLinkTimeoutNotFired(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	ts := unix.NsecToTimespec(int64(time.Hour))
 	s := getSQE(t, r)
@@ -141,6 +146,7 @@ func TestLinkTimeoutNotFired(t *testing.T) {
 }
 
 func TestAsyncCancelRecv(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	_, server := tcpPair(t)
 	buf := make([]byte, 16)
@@ -164,6 +170,7 @@ func TestAsyncCancelRecv(t *testing.T) {
 }
 
 func TestAsyncCancelFd(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 8, nil)
 	_, server := tcpPair(t)
 	buf1, buf2 := make([]byte, 8), make([]byte, 8)
@@ -188,6 +195,7 @@ func TestAsyncCancelFd(t *testing.T) {
 }
 
 func TestPollAdd(t *testing.T) {
+	needRing(t)
 	r := newRing(t, 4, nil)
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
@@ -235,6 +243,7 @@ func withoutExtArg(r *Ring) {
 }
 
 func TestWaitTimeout(t *testing.T) {
+	needRing(t)
 	for _, mode := range []string{"ext_arg", "timeout_sqe"} {
 		t.Run(mode, func(t *testing.T) {
 			r := newRing(t, 4, nil)
@@ -299,6 +308,7 @@ func TestWaitTimeout(t *testing.T) {
 // round and return without submitting, and a zero one on an idle ring
 // returned nil.
 func TestWaitTimeoutEdges(t *testing.T) {
+	needRing(t)
 	for _, mode := range []string{"ext_arg", "timeout_sqe"} {
 		t.Run(mode, func(t *testing.T) {
 			r := newRing(t, 4, nil)
