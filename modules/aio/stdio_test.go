@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -175,4 +176,34 @@ func TestHTTPServeOnNetListener(t *testing.T) {
 	}
 	client.CloseIdleConnections()
 	wg.Wait()
+}
+
+// FileIO passes testing/iotest's reader conformance test (Read, ReadAt,
+// Seek and their interplay, as io documents them), from a plain goroutine
+// and from a task, on files of several sizes: empty, smaller than one read,
+// and larger than a page.
+func TestFileIOConformsToIotest(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	for _, size := range []int{0, 1, 100, 4096, 70000} {
+		name := filepath.Join(t.TempDir(), fmt.Sprintf("data%d", size))
+		data := randomBytes(size, uint64(size)+3)
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		check := func(ctx context.Context) error {
+			f, err := Open(ctx, name)
+			if err != nil {
+				return err
+			}
+			defer f.Close(ctx)
+			if err := iotest.TestReader(f.IO(), data); err != nil {
+				return fmt.Errorf("%d bytes: %w", size, err)
+			}
+			return nil
+		}
+		if err := check(goroutineCtx(rt)); err != nil {
+			t.Fatal("from a goroutine:", err)
+		}
+		runTask(t, rt, check)
+	}
 }
