@@ -24,11 +24,7 @@ import (
 // goroutine and from a task, with the same bytes as package os.
 func TestFileIOWithStandardLibrary(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{Workers: 2})
-	name := filepath.Join(t.TempDir(), "data")
-	data := randomBytes(300000, 11)
-	if err := os.WriteFile(name, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	name, data := writeRandomFile(t, 300000, 11)
 	check := func(ctx context.Context) error {
 		f, err := Open(ctx, name)
 		if err != nil {
@@ -53,10 +49,7 @@ func TestFileIOWithStandardLibrary(t *testing.T) {
 		}
 		return nil
 	}
-	if err := check(goroutineCtx(rt)); err != nil {
-		t.Fatal("from a goroutine:", err)
-	}
-	runTask(t, rt, check)
+	fromGoroutineAndTask(t, rt, check)
 
 	// Writes through the io interfaces land where os reads them.
 	out := filepath.Join(t.TempDir(), "out")
@@ -185,12 +178,8 @@ func TestHTTPServeOnNetListener(t *testing.T) {
 func TestFileIOConformsToIotest(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{Workers: 2})
 	for _, size := range []int{0, 1, 100, 4096, 70000} {
-		name := filepath.Join(t.TempDir(), fmt.Sprintf("data%d", size))
-		data := randomBytes(size, uint64(size)+3)
-		if err := os.WriteFile(name, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		check := func(ctx context.Context) error {
+		name, data := writeRandomFile(t, size, uint64(size)+3)
+		fromGoroutineAndTask(t, rt, func(ctx context.Context) error {
 			f, err := Open(ctx, name)
 			if err != nil {
 				return err
@@ -200,10 +189,27 @@ func TestFileIOConformsToIotest(t *testing.T) {
 				return fmt.Errorf("%d bytes: %w", size, err)
 			}
 			return nil
-		}
-		if err := check(goroutineCtx(rt)); err != nil {
-			t.Fatal("from a goroutine:", err)
-		}
-		runTask(t, rt, check)
+		})
 	}
+}
+
+// writeRandomFile writes n pseudo-random bytes (randomBytes with seed) to a
+// new file and returns its name and the bytes.
+func writeRandomFile(t *testing.T, n int, seed uint64) (string, []byte) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "data")
+	data := randomBytes(n, seed)
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name, data
+}
+
+// fromGoroutineAndTask runs check from a plain goroutine, then in a task.
+func fromGoroutineAndTask(t *testing.T, rt *runtime.Runtime, check func(context.Context) error) {
+	t.Helper()
+	if err := check(goroutineCtx(rt)); err != nil {
+		t.Fatal("from a goroutine:", err)
+	}
+	runTask(t, rt, check)
 }
