@@ -578,3 +578,429 @@ func TestStdTLS(t *testing.T) {
 		})
 	})
 }
+
+// stdPacketImpl is package net's or faio's net.PacketConn.
+type stdPacketImpl struct {
+	name   string
+	listen func(t *testing.T, network, address string) net.PacketConn
+	task   func(t *testing.T, f func(ctx context.Context) error)
+}
+
+// forStdPacketImpls runs f as a subtest for net.ListenPacket and for
+// faio's NetPacketConn on each backend.
+func forStdPacketImpls(t *testing.T, f func(t *testing.T, impl stdPacketImpl)) {
+	t.Run("net", func(t *testing.T) {
+		f(t, stdPacketImpl{
+			name: "net",
+			listen: func(t *testing.T, network, address string) net.PacketConn {
+				c, err := net.ListenPacket(network, address)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				return c
+			},
+			task: func(t *testing.T, f func(ctx context.Context) error) {
+				t.Helper()
+				if err := f(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	})
+	for _, backend := range backends {
+		t.Run("faio-"+backend.String(), func(t *testing.T) {
+			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+			f(t, stdPacketImpl{
+				name: "faio-" + backend.String(),
+				listen: func(t *testing.T, network, address string) net.PacketConn {
+					u, err := ListenUDP(goroutineCtx(rt), network, address)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c := u.NetPacketConn()
+					t.Cleanup(func() { c.Close() })
+					return c
+				},
+				task: func(t *testing.T, f func(ctx context.Context) error) {
+					t.Helper()
+					runTask(t, rt, f)
+				},
+			})
+		})
+	}
+}
+
+// net.PacketConn's semantics, as net.UDPConn has them, from a goroutine
+// and from a task: a datagram longer than ReadFrom's buffer is truncated
+// to it without an error and the rest discarded, an empty datagram is
+// one, the sender's address is a *net.UDPAddr equal to its LocalAddr,
+// WriteTo without an address (nil, or a nil *net.UDPAddr) or to one of the
+// other family fails without sending, and deadlines time ReadFrom out with
+// a timeout *net.OpError.
+func TestStdPacketConnSemantics(t *testing.T) {
+	forStdPacketImpls(t, func(t *testing.T, impl stdPacketImpl) {
+		for _, inTask := range []bool{false, true} {
+			run := func(f func(ctx context.Context) error) {
+				if inTask {
+					impl.task(t, f)
+				} else if err := f(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := impl.listen(t, "udp4", "127.0.0.1:0")
+			b := impl.listen(t, "udp4", "127.0.0.1:0")
+			run(func(ctx context.Context) error {
+				a.SetDeadline(time.Now().Add(20 * time.Second))
+				b.SetDeadline(time.Now().Add(20 * time.Second))
+				long := randomBytes(100, 5)
+				for _, d := range [][]byte{long, {}, []byte("next")} {
+					if n, err := b.WriteTo(d, a.LocalAddr()); n != len(d) || err != nil {
+						return fmt.Errorf("WriteTo(%d bytes) = %d, %v", len(d), n, err)
+					}
+				}
+				buf := make([]byte, 10)
+				n, from, err := a.ReadFrom(buf)
+				if n != 10 || err != nil || !bytes.Equal(buf, long[:10]) {
+					return fmt.Errorf("ReadFrom of 100 bytes into 10 = %d, %v; want 10 and no error (truncated)", n, err)
+				}
+				if ua, ok := from.(*net.UDPAddr); !ok || ua.String() != b.LocalAddr().String() {
+					return fmt.Errorf("ReadFrom's sender = %#v, want a *net.UDPAddr %v", from, b.LocalAddr())
+				}
+				if n, from, err = a.ReadFrom(buf); n != 0 || err != nil || from == nil {
+					return fmt.Errorf("ReadFrom of an empty datagram = %d, %v, %v; want 0, the sender, nil", n, from, err)
+				}
+				if n, _, err = a.ReadFrom(buf); n != 4 || err != nil || string(buf[:n]) != "next" {
+					return fmt.Errorf("the datagram after a truncated one = %q, %v; want \"next\"", buf[:n], err)
+				}
+
+				// WriteTo without an address, or to an IPv6 one from an
+				// IPv4 socket: an error, nothing sent.
+				var nilUDP *net.UDPAddr
+				v6 := &net.UDPAddr{IP: net.IPv6loopback, Port: a.LocalAddr().(*net.UDPAddr).Port}
+				for _, to := range []net.Addr{nil, nilUDP, v6} {
+					if n, err := b.WriteTo([]byte("x"), to); n != 0 || err == nil {
+						return fmt.Errorf("WriteTo(%#v) = %d, %v; want an error", to, n, err)
+					} else if _, ok := err.(*net.OpError); !ok {
+						return fmt.Errorf("WriteTo(%#v) = %#v, want a *net.OpError", to, err)
+					}
+				}
+
+				// A deadline in the past: at once, even with a datagram
+				// waiting; a near one ends a waiting ReadFrom.
+				a.SetReadDeadline(time.Now().Add(-time.Second))
+				n, from, err = a.ReadFrom(buf)
+				if n != 0 || from != nil || !deadlineOpError(err) {
+					return fmt.Errorf("ReadFrom past its deadline = %d, %v, %#v; want a timeout *net.OpError", n, from, err)
+				}
+				a.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				if _, _, err = a.ReadFrom(buf); !deadlineOpError(err) {
+					return fmt.Errorf("ReadFrom that waits past its deadline = %#v, want a timeout *net.OpError", err)
+				}
+				// Cleared: the datagram is read.
+				a.SetReadDeadline(time.Time{})
+				if _, err := b.WriteTo([]byte("late"), a.LocalAddr()); err != nil {
+					return err
+				}
+				if n, _, err = a.ReadFrom(buf); err != nil || string(buf[:n]) != "late" {
+					return fmt.Errorf("ReadFrom after clearing the deadline = %q, %v", buf[:n], err)
+				}
+				return nil
+			})
+		}
+	})
+}
+
+// Close from another goroutine ends a blocked Read, Accept and ReadFrom
+// with an error matching net.ErrClosed, whether the blocked call runs in
+// a goroutine or a task.
+func TestStdCloseEndsBlockedCalls(t *testing.T) {
+	check := func(t *testing.T, what string, block func() error, closeIt func() error) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- block() }()
+		// Let the call block; it must end however far it got.
+		time.Sleep(20 * time.Millisecond)
+		if err := closeIt(); err != nil {
+			t.Errorf("%s: Close = %v", what, err)
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Errorf("%s blocked during Close = %v, want net.ErrClosed", what, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s did not end when Close was called", what)
+		}
+	}
+	forStdImpls(t, func(t *testing.T, impl stdImpl) {
+		for _, inTask := range []bool{false, true} {
+			in := func(f func() error) func() error {
+				if !inTask {
+					return f
+				}
+				return func() error {
+					var err error
+					impl.task(t, func(context.Context) error { err = f(); return nil })
+					return err
+				}
+			}
+			l := impl.listen(t)
+			check(t, "Accept", in(func() error { _, err := l.Accept(); return err }), l.Close)
+
+			l = impl.listen(t)
+			c := rawConn(t, impl, l.Addr().String())
+			s, err := l.Accept()
+			l.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, "Read", in(func() error { _, err := c.Read(make([]byte, 8)); return err }), c.Close)
+			s.Close()
+		}
+	})
+	forStdPacketImpls(t, func(t *testing.T, impl stdPacketImpl) {
+		for _, inTask := range []bool{false, true} {
+			p := impl.listen(t, "udp", "127.0.0.1:0")
+			block := func() error { _, _, err := p.ReadFrom(make([]byte, 8)); return err }
+			if inTask {
+				block = func() error {
+					var err error
+					impl.task(t, func(context.Context) error { _, _, err = p.ReadFrom(make([]byte, 8)); return nil })
+					return err
+				}
+			}
+			check(t, "ReadFrom", block, p.Close)
+		}
+	})
+}
+
+// A deadline that passes as data arrives loses nothing: every byte the
+// peer wrote is returned by exactly one Read, in order, however many
+// Reads the deadlines end (a receive the kernel completed is never
+// reported as cancelled). And a Write ended by its deadline reports
+// exactly the bytes the peer then receives.
+func TestStdDeadlinesLoseNoBytes(t *testing.T) {
+	forStdImpls(t, func(t *testing.T, impl stdImpl) {
+		for _, inTask := range []bool{false, true} {
+			l := impl.listen(t)
+			c := rawConn(t, impl, l.Addr().String())
+			s, err := l.Accept()
+			l.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			data := randomBytes(2<<20, 21)
+			go func() {
+				for off := 0; off < len(data); {
+					n := min(len(data)-off, 1+off%7000)
+					if _, err := s.Write(data[off : off+n]); err != nil {
+						return
+					}
+					off += n
+					if off%5 == 0 {
+						time.Sleep(time.Microsecond * time.Duration(off%50))
+					}
+				}
+			}()
+			read := func(ctx context.Context) error {
+				got := make([]byte, 0, len(data))
+				buf := make([]byte, 3000)
+				timeouts := 0
+				for i := 0; len(got) < len(data); i++ {
+					c.SetReadDeadline(time.Now().Add(time.Duration(i%60) * time.Microsecond))
+					n, err := c.Read(buf)
+					if err != nil && !isTimeout(err) {
+						return fmt.Errorf("Read = %d, %v", n, err)
+					}
+					if err != nil {
+						timeouts++
+						if n != 0 {
+							return fmt.Errorf("a Read that timed out returned %d bytes", n)
+						}
+					}
+					got = append(got, buf[:n]...)
+					if !bytes.Equal(buf[:n], data[len(got)-n:len(got)]) {
+						return fmt.Errorf("after %d bytes, %d timeouts: the stream differs from what was written (bytes lost or repeated)", len(got), timeouts)
+					}
+				}
+				t.Logf("%d reads timed out", timeouts)
+				return nil
+			}
+			if inTask {
+				impl.task(t, read)
+			} else if err := read(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+
+			// A Write the deadline ends: its count is what arrives.
+			l = impl.listen(t)
+			c = rawConn(t, impl, l.Addr().String())
+			s2, err := l.Accept()
+			l.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			big := randomBytes(48<<20, 22)
+			write := func(ctx context.Context) error {
+				c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+				n, err := c.Write(big)
+				if !isTimeout(err) || n == 0 || n == len(big) {
+					return fmt.Errorf("Write of 48 MiB to a peer that does not read, with a deadline = %d, %v; want a partial count and a timeout", n, err)
+				}
+				c.Close()
+				s2.SetReadDeadline(time.Now().Add(20 * time.Second))
+				got, err := io.ReadAll(s2)
+				if err != nil {
+					return err
+				}
+				if len(got) != n || !bytes.Equal(got, big[:n]) {
+					return fmt.Errorf("Write reported %d bytes written, the peer received %d", n, len(got))
+				}
+				return nil
+			}
+			if inTask {
+				impl.task(t, write)
+			} else if err := write(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			s2.Close()
+		}
+	})
+}
+
+// Accept ended by short deadlines, over and over as clients connect,
+// loses no connection: each is returned by exactly one Accept.
+func TestStdAcceptDeadlinesLoseNoConnections(t *testing.T) {
+	forStdImpls(t, func(t *testing.T, impl stdImpl) {
+		for _, inTask := range []bool{false, true} {
+			l := impl.listen(t)
+			const clients = 100
+			dialErr := make(chan error, 1)
+			go func() {
+				dialErr <- func() error {
+					for i := range clients {
+						c, err := impl.dial(context.Background(), l.Addr().String())
+						if err != nil {
+							return err
+						}
+						// The server sends the client's number back.
+						c.SetReadDeadline(time.Now().Add(20 * time.Second))
+						if _, err := c.Write([]byte{byte(i)}); err != nil {
+							c.Close()
+							return err
+						}
+						b := make([]byte, 1)
+						_, err = io.ReadFull(c, b)
+						c.Close()
+						if err != nil {
+							return fmt.Errorf("client %d: no answer, its connection was lost by the server's Accept: %w", i, err)
+						}
+						if i%3 == 0 {
+							time.Sleep(time.Duration(i%40) * time.Microsecond)
+						}
+					}
+					return nil
+				}()
+			}()
+			accept := func(ctx context.Context) error {
+				timeouts := 0
+				for i, served := 0, 0; served < clients; i++ {
+					l.(interface{ SetDeadline(time.Time) error }).SetDeadline(time.Now().Add(time.Duration(i%50) * time.Microsecond))
+					s, err := l.Accept()
+					if isTimeout(err) {
+						timeouts++
+						if timeouts > 1e6 {
+							return errors.New("too many Accept timeouts")
+						}
+						continue
+					}
+					if err != nil {
+						return fmt.Errorf("Accept = %v", err)
+					}
+					s.SetDeadline(time.Now().Add(20 * time.Second))
+					b := make([]byte, 1)
+					if _, err := io.ReadFull(s, b); err != nil {
+						s.Close()
+						return err
+					}
+					_, err = s.Write(b)
+					s.Close()
+					if err != nil {
+						return err
+					}
+					served++
+				}
+				t.Logf("%d accepts timed out", timeouts)
+				return <-dialErr
+			}
+			if inTask {
+				impl.task(t, accept)
+			} else if err := accept(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+		}
+	})
+}
+
+// net/http run from tasks: Server.Serve in a task (its Accept suspends the
+// task) and requests from another task whose context the requests carry,
+// so the transport dials, in its own goroutines, with a context derived
+// from a task's; Shutdown from a plain goroutine ends Serve.
+func TestStdHTTPFromTasks(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend.String(), func(t *testing.T) {
+			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+			ln, err := Listen(goroutineCtx(rt), "tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := ln.NetListener()
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				fmt.Fprintf(w, "%s:%d", r.URL.Path, len(b))
+			})}
+			served := runtime.SpawnOn(rt, func(ctx context.Context) (error, error) {
+				return srv.Serve(l), nil
+			})
+			tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := Dial(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return c.NetConn(), nil
+			}}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+			runTask(t, rt, func(ctx context.Context) error {
+				for i := range 10 {
+					req, err := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("http://%s/%d", l.Addr(), i), strings.NewReader(strings.Repeat("x", i*1000)))
+					if err != nil {
+						return err
+					}
+					resp, err := client.Do(req)
+					if err != nil {
+						return err
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if want := fmt.Sprintf("/%d:%d", i, i*1000); err != nil || string(b) != want {
+						return fmt.Errorf("response %q, %v; want %q", b, err, want)
+					}
+				}
+				return nil
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				t.Errorf("Shutdown = %v", err)
+			}
+			if err, _ := served.Join(ctx); err != http.ErrServerClosed {
+				t.Errorf("Serve in a task = %v, want http.ErrServerClosed", err)
+			}
+		})
+	}
+}
