@@ -1004,3 +1004,49 @@ func TestStdHTTPFromTasks(t *testing.T) {
 		})
 	}
 }
+
+// Calls of no bytes follow package net's order of checks: Read(nil) does
+// nothing and returns 0, nil even past the read deadline, Write(nil) past
+// the write deadline fails with a timeout like any Write started after
+// it (net checks the deadline before it looks at the length), and after
+// Close both fail with net.ErrClosed, the deadline notwithstanding.
+func TestStdZeroByteCallsAndDeadlines(t *testing.T) {
+	forStdImpls(t, func(t *testing.T, impl stdImpl) {
+		for _, inTask := range []bool{false, true} {
+			l := impl.listen(t)
+			c := rawConn(t, impl, l.Addr().String())
+			s, err := l.Accept()
+			l.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			check := func(ctx context.Context) error {
+				c.SetDeadline(time.Now().Add(-time.Second))
+				if n, err := c.Read(nil); n != 0 || err != nil {
+					return fmt.Errorf("Read(nil) past the deadline = %d, %v; want 0, nil as net's", n, err)
+				}
+				if n, err := c.Write(nil); n != 0 || !deadlineOpError(err) {
+					return fmt.Errorf("Write(nil) past the deadline = %d, %#v; want a timeout *net.OpError as net's", n, err)
+				}
+				c.SetDeadline(time.Time{})
+				if n, err := c.Write(nil); n != 0 || err != nil {
+					return fmt.Errorf("Write(nil) without a deadline = %d, %v; want 0, nil", n, err)
+				}
+				c.SetDeadline(time.Now().Add(-time.Second))
+				c.Close()
+				for what, f := range map[string]func([]byte) (int, error){"Read": c.Read, "Write": c.Write} {
+					if _, err := f(nil); !errors.Is(err, net.ErrClosed) || isTimeout(err) {
+						return fmt.Errorf("%s(nil) after Close, past the deadline = %v; want net.ErrClosed", what, err)
+					}
+				}
+				return nil
+			}
+			if inTask {
+				impl.task(t, check)
+			} else if err := check(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -190,6 +190,12 @@ func (n *NetConn) Read(b []byte) (int, error) {
 func (n *NetConn) Write(b []byte) (int, error) {
 	ctx := n.wd.context()
 	w, err := n.c.Write(ctx, b)
+	if len(b) == 0 && err == nil {
+		// The Conn writes no bytes without looking at ctx; package net
+		// checks the deadline first (after Close, which stays
+		// net.ErrClosed), so that Write(nil) tells whether it passed.
+		err = ctx.Err()
+	}
 	return w, expired(ctx, err, "write", n.c.network, n.c.laddr, n.c.raddr)
 }
 
