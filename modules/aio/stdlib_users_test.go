@@ -1050,3 +1050,136 @@ func TestStdZeroByteCallsAndDeadlines(t *testing.T) {
 		}
 	})
 }
+
+// fileAPI is what a user of os.File or of FileIO calls.
+type fileAPI interface {
+	io.ReadWriteSeeker
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+}
+
+// FileIO does what os.File does on the same sequence of calls, from a
+// goroutine and from a task: positions, short reads at the end, io.EOF,
+// ReadAt's and WriteAt's offsets independent of the position, Seek's
+// errors, writes to a read-only file, and fs.ErrClosed after Close.
+func TestStdFileIOAgainstOSFile(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	dir := t.TempDir()
+	script := func(ctx context.Context, open func(name string, flag int) (fileAPI, error), name string) ([]string, error) {
+		var log []string
+		rec := func(what string, vals ...any) { log = append(log, what+": "+fmt.Sprint(vals...)) }
+		errKind := func(err error) string {
+			switch {
+			case err == nil:
+				return "nil"
+			case err == io.EOF:
+				return "EOF"
+			case errors.Is(err, os.ErrClosed):
+				return "closed"
+			}
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				return "PathError " + pe.Op + ": " + pe.Err.Error()
+			}
+			return fmt.Sprintf("%T %v", err, err)
+		}
+		f, err := open(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+		if err != nil {
+			return nil, err
+		}
+		n, err := f.Write([]byte("hello world"))
+		rec("Write", n, " ", errKind(err))
+		pos, err := f.Seek(0, io.SeekCurrent)
+		rec("Seek cur", pos, " ", errKind(err))
+		n, err = f.WriteAt([]byte("HELLO"), 0)
+		rec("WriteAt 0", n, " ", errKind(err))
+		pos, err = f.Seek(6, io.SeekStart)
+		rec("Seek 6", pos, " ", errKind(err))
+		buf := make([]byte, 3)
+		n, err = f.Read(buf)
+		rec("Read 3", string(buf[:n]), " ", errKind(err))
+		big := make([]byte, 20)
+		n, err = f.ReadAt(big, 0)
+		rec("ReadAt 20@0", string(big[:n]), " ", errKind(err))
+		n, err = f.ReadAt(big[:5], 6)
+		rec("ReadAt 5@6", string(big[:n]), " ", errKind(err))
+		n, err = f.ReadAt(big, 11)
+		rec("ReadAt @end", n, " ", errKind(err))
+		n, err = f.Read(big)
+		rec("Read rest", string(big[:n]), " ", errKind(err))
+		n, err = f.Read(big)
+		rec("Read at end", n, " ", errKind(err))
+		n, err = f.Read(nil)
+		rec("Read nil at end", n, " ", errKind(err))
+		n, err = f.WriteAt([]byte("!"), 20)
+		rec("WriteAt past end", n, " ", errKind(err))
+		pos, err = f.Seek(0, io.SeekEnd)
+		rec("Seek end", pos, " ", errKind(err))
+		_, err = f.Seek(-1, io.SeekStart)
+		rec("Seek -1", errKind(err))
+		_, err = f.Seek(0, 42)
+		rec("Seek whence 42", errKind(err))
+		_, err = f.ReadAt(buf, -1)
+		rec("ReadAt -1", errKind(err))
+		_, err = f.WriteAt(buf, -1)
+		rec("WriteAt -1", errKind(err))
+		all, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+		rec("SectionReader", fmt.Sprintf("%q", all), " ", errKind(err))
+		rec("Close", errKind(f.Close()))
+		rec("Close again", errKind(f.Close()))
+		_, err = f.Read(buf)
+		rec("Read after Close", errKind(err))
+		_, err = f.Write(buf)
+		rec("Write after Close", errKind(err))
+		_, err = f.ReadAt(buf, 0)
+		rec("ReadAt after Close", errKind(err))
+		_, err = f.Seek(0, io.SeekStart)
+		rec("Seek after Close", errKind(err))
+
+		ro, err := open(name, os.O_RDONLY)
+		if err != nil {
+			return nil, err
+		}
+		_, err = ro.Write([]byte("x"))
+		rec("Write read-only", errKind(err))
+		_, err = ro.WriteAt([]byte("x"), 0)
+		rec("WriteAt read-only", errKind(err))
+		ro.Close()
+		return log, nil
+	}
+	osOpen := func(name string, flag int) (fileAPI, error) { return os.OpenFile(name, flag, 0o644) }
+	want, err := script(context.Background(), osOpen, dir+"/os")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare := func(ctx context.Context, name string) error {
+		got, err := script(ctx, func(name string, flag int) (fileAPI, error) {
+			f, err := OpenFile(ctx, name, flag, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			return f.IO(), nil
+		}, name)
+		if err != nil {
+			return err
+		}
+		for i := range max(len(got), len(want)) {
+			var g, w string
+			if i < len(got) {
+				g = got[i]
+			}
+			if i < len(want) {
+				w = want[i]
+			}
+			if g != w {
+				t.Errorf("FileIO %q, os.File %q", g, w)
+			}
+		}
+		return nil
+	}
+	if err := compare(goroutineCtx(rt), dir+"/goroutine"); err != nil {
+		t.Fatal(err)
+	}
+	runTask(t, rt, func(ctx context.Context) error { return compare(ctx, dir+"/task") })
+}
