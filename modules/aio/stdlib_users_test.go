@@ -1029,6 +1029,17 @@ func TestStdZeroByteCallsAndDeadlines(t *testing.T) {
 				if n, err := c.Write(nil); n != 0 || !deadlineOpError(err) {
 					return fmt.Errorf("Write(nil) past the deadline = %d, %#v; want a timeout *net.OpError as net's", n, err)
 				}
+				// A vectored write of nothing too, as (*net.Buffers).WriteTo's
+				// on a *net.TCPConn.
+				bufs := net.Buffers{nil, {}}
+				if n, err := bufs.WriteTo(c); n != 0 || !deadlineOpError(err) {
+					return fmt.Errorf("net.Buffers{nil, {}}.WriteTo past the deadline = %d, %#v; want a timeout *net.OpError as net's", n, err)
+				}
+				if v, ok := c.(interface{ Writev([][]byte) (int, error) }); ok {
+					if n, err := v.Writev([][]byte{nil}); n != 0 || !deadlineOpError(err) {
+						return fmt.Errorf("Writev of nothing past the deadline = %d, %#v; want a timeout *net.OpError, as Write's", n, err)
+					}
+				}
 				c.SetDeadline(time.Time{})
 				if n, err := c.Write(nil); n != 0 || err != nil {
 					return fmt.Errorf("Write(nil) without a deadline = %d, %v; want 0, nil", n, err)

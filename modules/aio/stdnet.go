@@ -208,7 +208,21 @@ func (n *NetConn) Write(b []byte) (int, error) {
 func (n *NetConn) Writev(bufs [][]byte) (int, error) {
 	ctx := n.wd.context()
 	w, err := n.c.Writev(ctx, bufs)
+	if err == nil && w == 0 && buffersLen(bufs) == 0 {
+		// As Write of no bytes: (*net.Buffers).WriteTo checks the
+		// deadline first too.
+		err = ctx.Err()
+	}
 	return w, expired(ctx, err, "writev", n.c.network, n.c.laddr, n.c.raddr)
+}
+
+// buffersLen is the byte count of bufs.
+func buffersLen(bufs [][]byte) int {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	return n
 }
 
 // Close closes the connection; operations in flight fail with
