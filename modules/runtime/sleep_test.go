@@ -1,0 +1,462 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The timing API held against package time and context, as a user calls
+// it: from a plain goroutine and from tasks, on one and two workers, on
+// io_uring and on the portable backend. A wait never ends before its time;
+// the bounds on lateness are generous (a loaded machine runs these).
+
+// fromEverywhere runs check from a plain goroutine, then from a task on
+// runtimes of one and two workers, on the default backend and on the
+// portable one, and reports each failure with where it happened.
+func fromEverywhere(t *testing.T, check func(context.Context) error) {
+	t.Helper()
+	if err := check(context.Background()); err != nil {
+		t.Errorf("goroutine: %v", err)
+	}
+	for _, b := range []Backend{BackendAuto, BackendPortable} {
+		for _, n := range []int{1, 2} {
+			rt := newRuntime(t, Config{Workers: n, IOBackend: b})
+			if _, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+				return struct{}{}, check(ctx)
+			}); err != nil {
+				t.Errorf("task (%v, %d workers): %v", rt.Backend(), n, err)
+			}
+		}
+	}
+}
+
+// lateBound is how late a wait may end on a loaded machine before a test
+// calls it a hang or a lost wake-up.
+const lateBound = 2 * time.Second
+
+// Durations at the edges: zero and negative return at once, a nanosecond
+// or a microsecond is never cut short, and the longest ones (which
+// overflow the wheel's clock or its range) sleep until their context ends
+// it, with the context's error, as time.NewTimer and select would.
+func TestTimingSleepDurationEdges(t *testing.T) {
+	fromEverywhere(t, func(ctx context.Context) error {
+		for _, d := range []time.Duration{0, -1, math.MinInt64, 1, time.Microsecond, 3 * time.Millisecond} {
+			start := time.Now()
+			if err := Sleep(ctx, d); err != nil {
+				return fmt.Errorf("Sleep(%v) = %v", d, err)
+			}
+			if el := time.Since(start); el < d {
+				return fmt.Errorf("Sleep(%v) returned after %v", d, el)
+			}
+		}
+		for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 1 << 62, 1 << 40} {
+			const to = 20 * time.Millisecond
+			start := time.Now()
+			c, cancel := context.WithTimeout(ctx, to)
+			err := Sleep(c, d)
+			el := time.Since(start)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) || el < to || el > lateBound {
+				return fmt.Errorf("Sleep(%v) under a %v timeout = %v after %v", d, to, err, el)
+			}
+			c, cancel = context.WithCancel(ctx)
+			stop := time.AfterFunc(10*time.Millisecond, cancel)
+			start = time.Now()
+			err = Sleep(c, d)
+			el = time.Since(start)
+			stop.Stop()
+			if !errors.Is(err, context.Canceled) || el > lateBound {
+				return fmt.Errorf("Sleep(%v) cancelled after 10ms = %v after %v", d, err, el)
+			}
+			// Cancelled before the call: at once, whatever d.
+			for _, d := range []time.Duration{d, 1, 0, -1} {
+				if err := Sleep(c, d); !errors.Is(err, context.Canceled) {
+					return fmt.Errorf("Sleep(%v) on a cancelled context = %v", d, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// SleepUntil at the edges: instants in the past (the zero Time, the
+// earliest representable one) return at once; one a few milliseconds
+// ahead, with or without a monotonic reading, is never cut short; ones
+// too far for any clock sleep until the context ends.
+func TestTimingSleepUntilEdges(t *testing.T) {
+	fromEverywhere(t, func(ctx context.Context) error {
+		now := time.Now()
+		for _, dl := range []time.Time{{}, now.Add(math.MinInt64), time.Unix(0, 0), now.Add(-time.Hour), now, now.Round(0)} {
+			if err := SleepUntil(ctx, dl); err != nil {
+				return fmt.Errorf("SleepUntil(%v) = %v", dl, err)
+			}
+		}
+		soon := time.Now().Add(5 * time.Millisecond)
+		for _, dl := range []time.Time{soon, soon.Round(0), soon.UTC()} {
+			if err := SleepUntil(ctx, dl); err != nil {
+				return fmt.Errorf("SleepUntil(%v) = %v", dl, err)
+			}
+			if n := time.Now(); n.Before(dl) {
+				return fmt.Errorf("SleepUntil(%v) returned at %v, before it", dl, n)
+			}
+		}
+		for _, dl := range []time.Time{now.Add(math.MaxInt64), time.Unix(1<<62, 0), now.Add(time.Hour).Round(0)} {
+			const to = 20 * time.Millisecond
+			start := time.Now()
+			c, cancel := context.WithTimeout(ctx, to)
+			err := SleepUntil(c, dl)
+			el := time.Since(start)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) || el < to || el > lateBound {
+				return fmt.Errorf("SleepUntil(%v) under a %v timeout = %v after %v", dl, to, err, el)
+			}
+		}
+		c, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := SleepUntil(c, now.Add(-time.Hour)); !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("SleepUntil(the past) on a cancelled context = %v", err)
+		}
+		return nil
+	})
+}
+
+// A context deadline shorter than the wait ends it at the deadline, never
+// before, with an error that errors.Is context.DeadlineExceeded, and the
+// context says so too when the call returns: Sleep, SleepUntil, Timeout,
+// Join, and a task whose own context has its spawner's deadline.
+func TestTimingDeadlineShorterThanWait(t *testing.T) {
+	fromEverywhere(t, func(ctx context.Context) error {
+		for i := range 12 {
+			d := time.Duration(i%4) * time.Millisecond
+			start := time.Now()
+			c, cancel := context.WithTimeout(ctx, d)
+			var err error
+			switch i % 3 {
+			case 0:
+				err = Sleep(c, time.Hour)
+			case 1:
+				err = SleepUntil(c, time.Now().Add(time.Hour))
+			default:
+				iv, _ := NewInterval(time.Hour, Burst)
+				if _, err = iv.Tick(c); err == nil {
+					_, err = iv.Tick(c)
+				}
+			}
+			el, cerr := time.Since(start), c.Err()
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) || cerr != context.DeadlineExceeded || el < d || el > lateBound {
+				return fmt.Errorf("wait %d under a %v timeout = %v, ctx.Err() %v, after %v", i%3, d, err, cerr, el)
+			}
+			start = time.Now()
+			_, err = Timeout(ctx, d, func(c context.Context) (int, error) { return 0, Sleep(c, time.Hour) })
+			if el := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || el < d || el > lateBound {
+				return fmt.Errorf("Timeout(%v) of a Sleep(hour) = %v after %v", d, err, el)
+			}
+		}
+		if Current(ctx) == nil {
+			return nil
+		}
+		const to = 10 * time.Millisecond
+		h := Spawn(ctx, func(ctx context.Context) (int, error) { return 0, Sleep(ctx, time.Hour) })
+		start := time.Now()
+		c, cancel := context.WithTimeout(ctx, to)
+		_, err := h.Join(c)
+		el, cerr := time.Since(start), c.Err()
+		cancel()
+		h.Cancel()
+		if _, jerr := h.Join(ctx); !errors.Is(jerr, context.Canceled) {
+			return fmt.Errorf("the joined task after Cancel: %v", jerr)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || cerr != context.DeadlineExceeded || el < to || el > lateBound {
+			return fmt.Errorf("Join under a %v timeout = %v, ctx.Err() %v, after %v", to, err, cerr, el)
+		}
+		start = time.Now()
+		c, cancel = context.WithTimeout(ctx, to)
+		defer cancel()
+		h2 := Spawn(c, func(ctx context.Context) (error, error) {
+			err := Sleep(ctx, time.Hour)
+			return ctx.Err(), err
+		})
+		cerr, err = h2.Join(ctx)
+		if el := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || cerr != context.DeadlineExceeded || el < to || el > lateBound {
+			return fmt.Errorf("a task spawned with a %v timeout: Sleep(its own ctx, hour) = %v, ctx.Err() %v, after %v", to, err, cerr, el)
+		}
+		return nil
+	})
+}
+
+// Yield returns ctx.Err(), as documented, cancelled or past its deadline.
+func TestYieldReturnsContextError(t *testing.T) {
+	fromEverywhere(t, func(ctx context.Context) error {
+		if err := Yield(ctx); err != nil {
+			return fmt.Errorf("Yield = %v", err)
+		}
+		c, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := Yield(c); err != context.Canceled {
+			return fmt.Errorf("Yield on a cancelled context = %v", err)
+		}
+		c, cancel = context.WithTimeout(ctx, -1)
+		defer cancel()
+		if err := Yield(c); err != context.DeadlineExceeded {
+			return fmt.Errorf("Yield past the deadline = %v", err)
+		}
+		return nil
+	})
+}
+
+// An Interval never ticks early: Tick returns at or after the instant it
+// reports, ticks are at least a period apart while the caller keeps up,
+// and a cancelled Tick consumes nothing. Periods too long for any clock
+// (math.MaxInt64) tick once and then wait for the context, after Reset too;
+// a period of 1 ns ticks without error.
+func TestTimingIntervalNeverEarly(t *testing.T) {
+	fromEverywhere(t, func(ctx context.Context) error {
+		for _, m := range []MissedTickBehavior{Burst, Delay, Skip} {
+			const period = 3 * time.Millisecond
+			iv, err := NewInterval(period, m)
+			if err != nil {
+				return err
+			}
+			var prev time.Time
+			for i := range 6 {
+				tick, err := iv.Tick(ctx)
+				if err != nil {
+					return err
+				}
+				if now := time.Now(); now.Before(tick) {
+					return fmt.Errorf("missed=%d: tick %d returned at %v, before its instant %v", m, i, now, tick)
+				}
+				if i > 0 && tick.Sub(prev) < period {
+					return fmt.Errorf("missed=%d: tick %d only %v after the one before", m, i, tick.Sub(prev))
+				}
+				prev = tick
+			}
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			want := iv.next
+			if _, err := iv.Tick(c); err != context.Canceled {
+				return fmt.Errorf("missed=%d: Tick on a cancelled context = %v", m, err)
+			}
+			if tick, err := iv.Tick(ctx); err != nil || !tick.Equal(want) {
+				return fmt.Errorf("missed=%d: the tick after a cancelled Tick = %v, %v; want the one it left, %v", m, tick, err, want)
+			}
+		}
+		for _, p := range []time.Duration{math.MaxInt64, 1 << 62} {
+			for _, m := range []MissedTickBehavior{Burst, Delay, Skip} {
+				iv, err := NewInterval(p, m)
+				if err != nil {
+					return err
+				}
+				if _, err := iv.Tick(ctx); err != nil {
+					return fmt.Errorf("period %v, missed=%d: first tick: %v", p, m, err)
+				}
+				for _, reset := range []bool{false, true} {
+					if reset {
+						iv.Reset()
+					}
+					c, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+					_, err = iv.Tick(c)
+					cancel()
+					if !errors.Is(err, context.DeadlineExceeded) {
+						return fmt.Errorf("period %v, missed=%d, reset %v: second tick = %v", p, m, reset, err)
+					}
+				}
+			}
+		}
+		for _, m := range []MissedTickBehavior{Burst, Delay, Skip} {
+			iv, _ := NewInterval(1, m)
+			for range 50 {
+				tick, err := iv.Tick(ctx)
+				if err != nil || time.Now().Before(tick) {
+					return fmt.Errorf("1ns period, missed=%d: tick %v, %v", m, tick, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Close while tasks sleep in every way there is: each ends with
+// context.Canceled, Close returns promptly, and newRuntime's leak check
+// finds nothing left.
+func TestCloseEndsEverySleeper(t *testing.T) {
+	for _, b := range []Backend{BackendAuto, BackendPortable} {
+		for _, n := range []int{1, 2} {
+			rt := newRuntime(t, Config{Workers: n, IOBackend: b})
+			var started sync.WaitGroup
+			var hs []*JoinHandle[int]
+			for i := range 200 {
+				started.Add(1)
+				hs = append(hs, SpawnOn(rt, func(ctx context.Context) (int, error) {
+					started.Done()
+					switch i % 4 {
+					case 0:
+						return 0, Sleep(ctx, time.Hour)
+					case 1:
+						return 0, SleepUntil(ctx, time.Now().Add(math.MaxInt64))
+					case 2:
+						c, cancel := context.WithTimeout(ctx, time.Hour)
+						defer cancel()
+						return 0, Sleep(c, math.MaxInt64)
+					default:
+						iv, _ := NewInterval(time.Hour, Skip)
+						if _, err := iv.Tick(ctx); err != nil {
+							return 0, err
+						}
+						_, err := iv.Tick(ctx)
+						return 0, err
+					}
+				}))
+			}
+			started.Wait()
+			within(t, 5*time.Second, "Close with 200 sleepers", func() {
+				if err := rt.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			for i, h := range hs {
+				if _, err := h.Join(context.Background()); !errors.Is(err, context.Canceled) {
+					t.Errorf("%v, %d workers: sleeper %d ended with %v, want context.Canceled", rt.Backend(), n, i, err)
+				}
+			}
+		}
+	}
+}
+
+// Sleeps race their own timer, their context's deadline and a
+// cancellation from another goroutine, thousands of times: whichever
+// wins, the outcome is consistent (nil only once the sleep is over,
+// DeadlineExceeded only past the deadline and with ctx.Err() saying so,
+// Canceled only when cancelled) and no wake-up is lost.
+func TestSleepRacesItsDeadlineAndCancel(t *testing.T) {
+	for _, b := range []Backend{BackendAuto, BackendPortable} {
+		for _, n := range []int{1, 2} {
+			rt := newRuntime(t, Config{Workers: n, IOBackend: b})
+			hs := make([]*JoinHandle[int], 0, 2000)
+			for i := range cap(hs) {
+				d := time.Duration(rand.IntN(500)) * time.Microsecond
+				to := time.Duration(rand.IntN(500)) * time.Microsecond
+				after := time.Duration(rand.IntN(500)) * time.Microsecond
+				hs = append(hs, SpawnOn(rt, func(ctx context.Context) (int, error) {
+					start := time.Now()
+					c, cancel := context.WithDeadline(ctx, start.Add(to))
+					defer cancel()
+					stop := time.AfterFunc(after, cancel)
+					defer stop.Stop()
+					var err error
+					if i%2 == 0 {
+						err = SleepUntil(c, start.Add(d))
+					} else {
+						err = Sleep(c, d)
+					}
+					el, cerr := time.Since(start), c.Err()
+					switch {
+					case err == nil:
+						if el < d {
+							return 0, fmt.Errorf("a sleep of %v returned nil after %v", d, el)
+						}
+					case errors.Is(err, context.DeadlineExceeded):
+						if cerr != context.DeadlineExceeded || el < to {
+							return 0, fmt.Errorf("DeadlineExceeded after %v (deadline %v), ctx.Err() %v", el, to, cerr)
+						}
+					case errors.Is(err, context.Canceled):
+						if cerr != context.Canceled {
+							return 0, fmt.Errorf("Canceled, but ctx.Err() %v", cerr)
+						}
+					default:
+						return 0, err
+					}
+					return 0, nil
+				}))
+			}
+			within(t, 20*time.Second, "2000 racing sleeps", func() {
+				for _, h := range hs {
+					if _, err := h.Join(context.Background()); err != nil {
+						t.Errorf("%v, %d workers: %v", rt.Backend(), n, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// context.AfterFunc on a task's context, and Task.AfterFunc, against the
+// task's cancellation from another goroutine: as with any context, stop
+// reports true exactly when f will never run, and f runs at most once.
+func TestAfterFuncStopRacesCancel(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	for round := range 200 {
+		ch := make(chan context.Context, 1)
+		h := SpawnOn(rt, func(ctx context.Context) (int, error) {
+			ch <- ctx
+			return 0, Sleep(ctx, time.Hour)
+		})
+		ctx := <-ch
+		var ran atomic.Int32
+		var stop func() bool
+		if round%2 == 0 {
+			stop = context.AfterFunc(ctx, func() { ran.Add(1) })
+		} else {
+			stop = Current(ctx).AfterFunc(func() { ran.Add(1) })
+		}
+		stopped := make(chan bool)
+		go func() { stopped <- stop() }()
+		h.Cancel()
+		s := <-stopped
+		if _, err := h.Join(context.Background()); !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: the sleeper ended with %v", round, err)
+		}
+		// f runs on a goroutine of its own (context.AfterFunc): wait
+		// for it when stop said it would run.
+		for deadline := time.Now().Add(lateBound); !s && ran.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Microsecond)
+		}
+		if r := ran.Load(); s == (r == 1) || r > 1 {
+			t.Fatalf("round %d: stop() = %v, f ran %d times", round, s, r)
+		}
+	}
+}
+
+// TimerResolution at its extremes (1 ns, 1 s) still never wakes a sleep
+// early and still enforces a context deadline; out of range it is a
+// config error.
+func TestTimingResolutionExtremes(t *testing.T) {
+	for _, res := range []time.Duration{1, time.Second} {
+		rt := newRuntime(t, Config{Workers: 2, TimerResolution: res})
+		if _, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			for _, d := range []time.Duration{1, 2 * time.Millisecond} {
+				start := time.Now()
+				if err := Sleep(ctx, d); err != nil {
+					return 0, err
+				}
+				if el := time.Since(start); el < d || el > res+lateBound {
+					return 0, fmt.Errorf("resolution %v: Sleep(%v) took %v", res, d, el)
+				}
+			}
+			const to = 30 * time.Millisecond
+			start := time.Now()
+			c, cancel := context.WithTimeout(ctx, to)
+			defer cancel()
+			err := Sleep(c, time.Hour)
+			if el := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || el < to || el > res+lateBound {
+				return 0, fmt.Errorf("resolution %v: Sleep(hour) under a %v timeout = %v after %v", res, to, err, el)
+			}
+			return 0, nil
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, res := range []time.Duration{-1, time.Second + 1} {
+		if _, err := New(Config{TimerResolution: res}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("TimerResolution %v: New = %v, want ErrInvalidConfig", res, err)
+		}
+	}
+}
