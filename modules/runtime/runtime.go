@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,9 @@ func New(cfg Config) (*Runtime, error) {
 		sm:     sm,
 		start:  time.Now(),
 	}
+	if testHookStart != nil {
+		rt.start = testHookStart(rt.start)
+	}
 	rt.root = &Task{rt: rt}
 	rt.root.flags.Store(flagLinked | flagExternal) // its context is Background
 	rt.backend = cfg.IOBackend
@@ -155,6 +159,24 @@ func (rt *Runtime) Workers() int { return len(rt.workers) }
 
 // now is the time on the workers' timer wheels: time since New.
 func (rt *Runtime) now() time.Duration { return time.Since(rt.start) }
+
+// wheelTime is the time on the workers' timer wheels of the instant
+// deadline, read against now (time.Now()), saturated at math.MaxInt64.
+//
+// For a deadline with a monotonic clock reading it is deadline.Sub(rt.start),
+// exactly. One without (from time.Unix, t.UTC(), t.Round(0), a decoded time)
+// is a wall clock instant, and its distance to the wall reading of rt.start
+// is off by every step of the wall clock since New (NTP, settimeofday, a
+// suspend, which stops the monotonic clock only): an hour's step back woke
+// SleepUntil an hour early. As package time and context do when they arm a
+// timer (time.Until), the wall clock distance is taken from now.
+func (rt *Runtime) wheelTime(deadline, now time.Time) time.Duration {
+	elapsed, left := now.Sub(rt.start), deadline.Sub(now) // elapsed >= 0
+	if left > math.MaxInt64-elapsed {
+		return math.MaxInt64
+	}
+	return elapsed + left
+}
 
 // localWorker returns the worker whose loop or current coroutine the
 // calling goroutine is, or nil.
@@ -247,6 +269,12 @@ func (rt *Runtime) notifyOne() {
 // task is counted on the runtime's root, testHookCloseIdle in Close once
 // the root is idle, before the global queue closes.
 var testHookRootKid, testHookCloseIdle func()
+
+// testHookStart, nil outside tests, replaces the start instant New reads,
+// so that a test can give it a wall clock reading that differs from now's
+// by more than the monotonic clock has run: what a step of the wall clock
+// since New looks like.
+var testHookStart func(time.Time) time.Time
 
 // idShift leaves room in task ids for the spawning worker's index, so
 // workers number their tasks without sharing a counter.

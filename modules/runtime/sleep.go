@@ -41,12 +41,12 @@ func SleepUntil(ctx context.Context, deadline time.Time) error {
 		return err
 	}
 	if t := taskFor(ctx); t != nil {
-		at := deadline.Sub(t.rt.start)
-		if at <= t.rt.now() {
+		now := time.Now()
+		if !deadline.After(now) {
 			return nil
 		}
 		t.coro.kind = kindSleep
-		t.coro.sleepUntil = at
+		t.coro.sleepUntil = t.rt.wheelTime(deadline, now)
 		return t.suspend(ctx)
 	}
 	return sleepGoroutine(ctx, deadline)

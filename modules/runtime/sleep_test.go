@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The timing API held against package time and context, as a user calls
@@ -457,6 +458,82 @@ func TestTimingResolutionExtremes(t *testing.T) {
 	for _, res := range []time.Duration{-1, time.Second + 1} {
 		if _, err := New(Config{TimerResolution: res}); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("TimerResolution %v: New = %v, want ErrInvalidConfig", res, err)
+		}
+	}
+}
+
+// wallShifted returns t with its wall clock reading moved by d and its
+// monotonic reading kept: the instant of t as time.Now() would have read
+// it had the wall clock been d ahead. ok is false unless t has a monotonic
+// reading and package time lays Time out as this expects (a wall word
+// with the seconds from bit 30, a monotonic ext word), checked on the
+// result.
+func wallShifted(t time.Time, d time.Duration) (_ time.Time, ok bool) {
+	type layout struct {
+		wall uint64
+		ext  int64
+		loc  *time.Location
+	}
+	const hasMonotonic, nsecShift = 1 << 63, 30
+	if unsafe.Sizeof(t) != unsafe.Sizeof(layout{}) || d%time.Second != 0 {
+		return t, false
+	}
+	u := t
+	p := (*layout)(unsafe.Pointer(&u))
+	if p.wall&hasMonotonic == 0 {
+		return t, false
+	}
+	p.wall += uint64(int64(d/time.Second)) << nsecShift
+	return u, u.Sub(t) == 0 && u.Round(0).Equal(t.Round(0).Add(d)) && u.Round(0).Sub(t.Round(0)) == d
+}
+
+// A deadline without a monotonic clock reading (from time.Unix, t.UTC(),
+// t.Round(0), a decoded time) is a wall clock instant. Package time and
+// package context turn it into a duration against the wall clock when
+// they arm their timer, as time.Until does; a task's waits must too, even
+// after the wall clock was stepped (NTP, settimeofday, a suspend and
+// resume, which stops the monotonic clock only) since its runtime
+// started. Against the wall reading taken by New, a step of an hour back
+// woke SleepUntil at once and ended a wait under such a context deadline
+// at once with context.Canceled, its context still live; a step forward
+// made SleepUntil an hour late.
+func TestTimingWallClockDeadlineAfterAClockStep(t *testing.T) {
+	for _, step := range []time.Duration{-time.Hour, time.Hour} {
+		if _, ok := wallShifted(time.Now(), step); !ok {
+			t.Skip("cannot simulate a wall clock step: package time lays out Time differently")
+		}
+		testHookStart = func(start time.Time) time.Time {
+			// Started with the wall clock step behind where it is now.
+			shifted, _ := wallShifted(start, -step)
+			return shifted
+		}
+		rt := newRuntime(t, Config{Workers: 1})
+		testHookStart = nil
+		const d = 20 * time.Millisecond
+		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			for i, dl := range []time.Time{time.Now().Add(d).Round(0), time.Now().UTC().Add(d)} {
+				c, cancel := context.WithTimeout(ctx, lateBound)
+				err := SleepUntil(c, dl)
+				cancel()
+				if n := time.Now(); err != nil || n.Before(dl) {
+					return struct{}{}, fmt.Errorf("SleepUntil(a wall clock instant %v ahead) = %v, %v before it", d, err, dl.Sub(n))
+				}
+				c, cancel = context.WithDeadline(ctx, dl.Add(d))
+				if i == 0 {
+					err = Sleep(c, time.Hour)
+				} else {
+					err = Suspend(c, func(Waker) bool { return true })
+				}
+				cerr := c.Err()
+				cancel()
+				if n := time.Now(); !errors.Is(err, context.DeadlineExceeded) || cerr != context.DeadlineExceeded || n.Before(dl.Add(d)) {
+					return struct{}{}, fmt.Errorf("a wait under a wall clock deadline %v ahead = %v, ctx.Err() %v, %v before it", d, err, cerr, dl.Add(d).Sub(n))
+				}
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			t.Errorf("the wall clock stepped by %v since New: %v", step, err)
 		}
 	}
 }

@@ -394,11 +394,17 @@ func (w *worker) completeSuspend(t *Task) {
 	// A wheel entry must not fire before the wait is published: the
 	// wheel's lock keeps peers from firing it until then.
 	locked := false
+	// The deadline of the wait's context on the wheel (see wheelTime).
+	dl, hasDeadline := ctx.Deadline()
+	var dlAt time.Duration
+	if hasDeadline {
+		dlAt = w.rt.wheelTime(dl, time.Now())
+	}
 	switch kind {
 	case kindSleep:
 		at, wk := c.sleepUntil, taskWaker(t, gen)
-		if dl, ok := ctx.Deadline(); ok && dl.Sub(w.rt.start) < at {
-			at, wk.gen = dl.Sub(w.rt.start), gen|wakeDeadline
+		if hasDeadline && dlAt < at {
+			at, wk.gen = dlAt, gen|wakeDeadline
 		}
 		w.wheel.Lock()
 		locked = true
@@ -411,10 +417,10 @@ func (w *worker) completeSuspend(t *Task) {
 	if kind != kindSleep {
 		// The deadline of the wait's context is enforced on this
 		// worker's wheel, not by the Go timer behind the context.
-		if dl, ok := ctx.Deadline(); ok {
+		if hasDeadline {
 			w.wheel.Lock()
 			locked = true
-			w.armTimer(c, dl.Sub(w.rt.start), taskWaker(t, gen|wakeDeadline))
+			w.armTimer(c, dlAt, taskWaker(t, gen|wakeDeadline))
 		}
 	}
 	registering := kind == kindRegister || kind == kindJoin
