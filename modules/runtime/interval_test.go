@@ -35,7 +35,7 @@ func TestIntervalScheduleRule(t *testing.T) {
 		{Skip, 3*period + period/4, 4 * period},
 	} {
 		iv := &Interval{period: period, missed: tc.missed}
-		if got := iv.after(tick, tick.Add(tc.late)).Sub(tick); got != tc.want {
+		if got := iv.after(tick, tick.Add(tc.late), delayTolerance).Sub(tick); got != tc.want {
 			name := [...]string{Burst: "Burst", Delay: "Delay", Skip: "Skip"}[tc.missed]
 			t.Errorf("%s, tick taken %v late: next tick %v after it, want %v", name, tc.late, got, tc.want)
 		}

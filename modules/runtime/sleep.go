@@ -100,8 +100,10 @@ const (
 	Burst MissedTickBehavior = iota
 	// Delay restarts the schedule from now: the next tick is one period
 	// after the late one was taken. As in tokio, a tick counts as late
-	// when it is taken more than 5 ms after its instant; one taken within
-	// that keeps the schedule, so timer jitter does not make it drift.
+	// when it is taken more than 5 ms after its instant (in a task, 5 ms
+	// plus the runtime's Config.TimerResolution, by which its timer wheel
+	// may fire late by design); one taken within that keeps the schedule,
+	// so timer jitter does not make it drift.
 	Delay
 	// Skip drops the missed ticks and keeps the original schedule: the next
 	// tick is the next multiple of the period after now.
@@ -125,7 +127,8 @@ var ErrPeriod = errors.New("faio/runtime: interval period must be positive")
 
 // delayTolerance is how late a tick may be taken before an Interval with
 // MissedTickBehavior Delay counts it as late and restarts its schedule from
-// now: the 5 ms of tokio's Interval.
+// now: the 5 ms of tokio's Interval (in a task, plus the runtime's
+// TimerResolution: see Tick).
 const delayTolerance = 5 * time.Millisecond
 
 // NewInterval returns an Interval whose first tick is now.
@@ -151,17 +154,26 @@ func (iv *Interval) Tick(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	tick := iv.next
-	iv.next = iv.after(tick, time.Now())
+	tolerance := delayTolerance
+	if t := taskFor(ctx); t != nil {
+		// The wheel rounds the instant up to its resolution: with a
+		// coarse one (20 ms), every tick of a 30 ms Delay interval
+		// came late by design, restarted the schedule and came 40 ms
+		// after the last.
+		tolerance += t.rt.cfg.TimerResolution
+	}
+	iv.next = iv.after(tick, time.Now(), tolerance)
 	return tick, nil
 }
 
-// after returns the instant of the tick that follows tick, taken at now.
-func (iv *Interval) after(tick, now time.Time) time.Time {
+// after returns the instant of the tick that follows tick, taken at now;
+// tolerance is how late a tick may be taken before Delay counts it late.
+func (iv *Interval) after(tick, now time.Time, tolerance time.Duration) time.Time {
 	switch next := tick.Add(iv.period); {
 	case iv.missed == Delay:
 		// tokio's rule: late by more than the tolerance, even by
 		// less than a period, restarts the schedule from now.
-		if now.Sub(tick) > delayTolerance {
+		if now.Sub(tick) > tolerance {
 			return now.Add(iv.period)
 		}
 		return next

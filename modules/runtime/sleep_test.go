@@ -537,3 +537,37 @@ func TestTimingWallClockDeadlineAfterAClockStep(t *testing.T) {
 		}
 	}
 }
+
+// A Delay interval keeps its schedule when its ticks come only as late as
+// the timer wheel's resolution makes them, as its doc promises of timer
+// jitter. With a resolution of 100 ms the ticks of a 110 ms interval came
+// up to 100 ms late by design, counted as late (more than 5 ms), restarted
+// the schedule and, the wheel rounding the next instant up again, came
+// 200 ms after the last: the interval ran at half its rate. The bound
+// allows 200 ms of the machine's own lateness.
+func TestTimingIntervalDelayKeepsScheduleOnACoarseWheel(t *testing.T) {
+	const res, period, ticks = 100 * time.Millisecond, 110 * time.Millisecond, 6
+	rt := newRuntime(t, Config{Workers: 1, TimerResolution: res})
+	if _, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		iv, err := NewInterval(period, Delay)
+		if err != nil {
+			return struct{}{}, err
+		}
+		first, err := iv.Tick(ctx)
+		if err != nil {
+			return struct{}{}, err
+		}
+		var last time.Time
+		for range ticks {
+			if last, err = iv.Tick(ctx); err != nil {
+				return struct{}{}, err
+			}
+		}
+		if got, want := last.Sub(first), ticks*period; got > want+2*res {
+			return struct{}{}, fmt.Errorf("tick %d of a %v Delay interval came %v after the first, want about %v", ticks, period, got, want)
+		}
+		return struct{}{}, nil
+	}); err != nil {
+		t.Error(err)
+	}
+}
