@@ -1,60 +1,110 @@
 package runtime
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/faio-go/faio/modules/ringq"
 )
 
-// nextTask's order between the inbox (woken tasks) and the local queue
-// (new and yielded tasks), on a worker that runs no loop: while both hold
-// tasks, the local queue is served once every localTurn ticks, never less
-// (nothing there waits for ever behind a stream of wake-ups), and the inbox
-// on every other tick (a woken task is not held back by a burst of
-// spawns); each queue keeps its FIFO order; and once one queue is empty the
-// other is served on every tick.
-func TestNextTaskServesInboxFirstAndLocalEveryTurn(t *testing.T) {
-	rt := &Runtime{cfg: Config{GlobalQueueInterval: DefaultGlobalQueueInterval}, global: ringq.NewGlobalQueue[*Task]()}
-	local, err := ringq.NewLocalQueue[*Task](256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &worker{rt: rt, local: local, inbox: ringq.NewGlobalQueue[*Task]()}
-	const nInbox, nLocal = 5 * localTurn, 200
-	inbox := make([]*Task, nInbox)
-	for i := range inbox {
-		inbox[i] = &Task{id: uint64(i)}
-		if err := w.inbox.Push(inbox[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	locals := make([]*Task, nLocal)
-	for i := range locals {
-		locals[i] = &Task{id: uint64(1000 + i)}
-		w.pushLocal(locals[i])
-	}
-	nextIn, nextLocal, lastLocal := 0, 0, uint32(0)
-	for tick := uint32(1); nextIn < nInbox || nextLocal < nLocal; tick++ {
-		w.tick = tick
-		got := w.nextTask()
-		both := nextIn < nInbox && nextLocal < nLocal
-		switch {
-		case nextIn < nInbox && got == inbox[nextIn]:
-			nextIn++
-			if both && tick-lastLocal >= localTurn {
-				t.Fatalf("tick %d: the local queue was last served at tick %d, want once every %d ticks", tick, lastLocal, localTurn)
+// nextTask's order between the inbox (woken tasks), the local queue (new
+// and yielded tasks) and, on a pinned worker, mine (started tasks that
+// yielded), on a worker that runs no loop: while they all hold tasks, the
+// others are served only on their turns, one tick in localTurn each, and
+// the inbox on every other tick, so that a woken task is not held back by
+// a burst of spawns; the local queue, and mine, at least once every
+// localTurn ticks, so that nothing waits for ever behind a stream of
+// wake-ups; each queue keeps its FIFO order; and once some run empty, the
+// others serve every tick.
+func TestNextTaskServesInboxFirstAndEveryQueueEachTurn(t *testing.T) {
+	for _, pinned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pinned=%v", pinned), func(t *testing.T) {
+			rt := &Runtime{cfg: Config{GlobalQueueInterval: DefaultGlobalQueueInterval}, global: ringq.NewGlobalQueue[*Task]()}
+			local, err := ringq.NewLocalQueue[*Task](256)
+			if err != nil {
+				t.Fatal(err)
 			}
-		case nextLocal < nLocal && got == locals[nextLocal]:
-			nextLocal++
-			if both && tick%localTurn != 0 {
-				t.Fatalf("tick %d: a local task went before the %d woken ones", tick, nInbox-nextIn)
+			w := &worker{rt: rt, local: local, inbox: ringq.NewGlobalQueue[*Task](), pinned: pinned}
+			if pinned {
+				w.placed = ringq.NewGlobalQueue[*Task]()
 			}
-			lastLocal = tick
-		default:
-			t.Fatalf("tick %d: nextTask = %v, want inbox task %d or local task %d in order", tick, got, nextIn, nextLocal)
-		}
-	}
-	if got := w.nextTask(); got != nil {
-		t.Fatalf("both queues empty: nextTask = %v", got)
+			type queue struct {
+				name      string
+				tasks     []*Task
+				next      int
+				lastTurn  uint32
+				maxPeriod uint32 // the longest it may go unserved while all are non-empty
+			}
+			qs := []*queue{
+				{name: "inbox", tasks: make([]*Task, 5*localTurn), maxPeriod: 2},
+				{name: "local", tasks: make([]*Task, 200), maxPeriod: localTurn},
+			}
+			if pinned {
+				qs = append(qs, &queue{name: "mine", tasks: make([]*Task, 200), maxPeriod: localTurn})
+			}
+			id := uint64(0)
+			for _, q := range qs {
+				for i := range q.tasks {
+					id++
+					q.tasks[i] = &Task{id: id, coro: &coro{}}
+					switch q.name {
+					case "inbox":
+						if err := w.inbox.Push(q.tasks[i]); err != nil {
+							t.Fatal(err)
+						}
+					case "local":
+						w.pushLocal(q.tasks[i])
+					case "mine":
+						w.mine.push(q.tasks[i])
+					}
+				}
+			}
+			allLeft := func() bool {
+				for _, q := range qs {
+					if q.next == len(q.tasks) {
+						return false
+					}
+				}
+				return true
+			}
+			left := func() bool {
+				for _, q := range qs {
+					if q.next < len(q.tasks) {
+						return true
+					}
+				}
+				return false
+			}
+			for tick := uint32(1); left(); tick++ {
+				w.tick = tick
+				all := allLeft()
+				got := w.nextTask()
+				var served *queue
+				for _, q := range qs {
+					if q.next < len(q.tasks) && got == q.tasks[q.next] {
+						served = q
+					}
+				}
+				if served == nil {
+					t.Fatalf("tick %d: nextTask = %v, not the next task of any queue", tick, got)
+				}
+				served.next++
+				served.lastTurn = tick
+				if !all {
+					continue
+				}
+				if turn := tick % localTurn; served.name != "inbox" && turn != 0 && !(pinned && turn == localTurn/2) {
+					t.Fatalf("tick %d: %s served before the woken tasks, off its turn", tick, served.name)
+				}
+				for _, q := range qs {
+					if tick-q.lastTurn >= q.maxPeriod {
+						t.Fatalf("tick %d: %s last served at tick %d, want at least once every %d ticks", tick, q.name, q.lastTurn, q.maxPeriod)
+					}
+				}
+			}
+			if got := w.nextTask(); got != nil {
+				t.Fatalf("every queue empty: nextTask = %v", got)
+			}
+		})
 	}
 }

@@ -613,14 +613,17 @@ func (w *worker) nextTask() *Task {
 		}
 	}
 	// Woken tasks come first, and the local queue first once every
-	// localTurn ticks (see localTurn); on pinned workers, tasks that
-	// yielded take turns with the local queue.
-	if w.tick%localTurn != 0 {
+	// localTurn ticks (see localTurn). On pinned workers, tasks that
+	// yielded (mine) take turns with the local queue, and go first once
+	// every localTurn ticks too, half a turn from the local queue's, so
+	// that a stream of wake-ups starves neither.
+	turn := w.tick % localTurn
+	if turn != 0 && (!w.pinned || turn != localTurn/2) {
 		if t, ok := w.inbox.Pop(); ok {
 			return t
 		}
 	}
-	if w.pinned && w.tick&2 == 0 {
+	if w.pinned && turn != 0 && w.tick&2 == 0 {
 		if t := w.popMine(); t != nil {
 			return t
 		}
