@@ -35,9 +35,10 @@
 // first tried on the spot, with recvfrom(MSG_DONTWAIT): bytes already in
 // the socket, or its end, cost one system call, and only a receive that
 // has to wait goes to the ring. A server's request often arrives while
-// the task writes its previous reply, so this saves a suspension on most
-// receives of request/response traffic; sends go to the ring, where they
-// are batched.
+// the task writes its previous reply, so this saves a suspension on many
+// receives of request/response traffic; a socket whose tries keep finding
+// nothing stops trying for a while (its receives go straight to the
+// ring). Sends go to the ring, where they are batched.
 //
 //	ctx := runtime.WithRuntime(context.Background(), rt) // in main, say
 //	data, err := aio.ReadFile(ctx, "config.json")
