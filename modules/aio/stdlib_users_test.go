@@ -56,42 +56,60 @@ func forStdImpls(t *testing.T, f func(t *testing.T, impl stdImpl)) {
 				var d net.Dialer
 				return d.DialContext(ctx, "tcp", addr)
 			},
-			task: func(t *testing.T, f func(ctx context.Context) error) {
-				t.Helper()
-				if err := f(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-			},
+			task: runHere,
 		})
 	})
+	forFaioBackends(t, func(t *testing.T, name string, rt *runtime.Runtime) {
+		f(t, stdImpl{
+			name: name,
+			listen: func(t *testing.T) net.Listener {
+				l, err := Listen(goroutineCtx(rt), "tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l.NetListener()
+			},
+			dial: func(ctx context.Context, addr string) (net.Conn, error) {
+				if runtime.RuntimeOf(ctx) == nil {
+					ctx = runtime.WithRuntime(ctx, rt)
+				}
+				c, err := Dial(ctx, "tcp", addr)
+				if err != nil {
+					return nil, err
+				}
+				return c.NetConn(), nil
+			},
+			task: func(t *testing.T, f func(ctx context.Context) error) { runTask(t, rt, f) },
+		})
+	})
+}
+
+// forFaioBackends runs f as a subtest "faio-<backend>" for each backend,
+// with a runtime of two workers on it.
+func forFaioBackends(t *testing.T, f func(t *testing.T, name string, rt *runtime.Runtime)) {
 	for _, backend := range backends {
 		t.Run("faio-"+backend.String(), func(t *testing.T) {
-			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-			f(t, stdImpl{
-				name: "faio-" + backend.String(),
-				listen: func(t *testing.T) net.Listener {
-					l, err := Listen(goroutineCtx(rt), "tcp", "127.0.0.1:0")
-					if err != nil {
-						t.Fatal(err)
-					}
-					return l.NetListener()
-				},
-				dial: func(ctx context.Context, addr string) (net.Conn, error) {
-					if runtime.RuntimeOf(ctx) == nil {
-						ctx = runtime.WithRuntime(ctx, rt)
-					}
-					c, err := Dial(ctx, "tcp", addr)
-					if err != nil {
-						return nil, err
-					}
-					return c.NetConn(), nil
-				},
-				task: func(t *testing.T, f func(ctx context.Context) error) {
-					t.Helper()
-					runTask(t, rt, f)
-				},
-			})
+			f(t, "faio-"+backend.String(), newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend}))
 		})
+	}
+}
+
+// runHere runs f in the calling goroutine and fails t with its error:
+// package net's stand-in for running f in a task.
+func runHere(t *testing.T, f func(ctx context.Context) error) {
+	t.Helper()
+	if err := f(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runIn runs f with task if inTask, else in the calling goroutine.
+func runIn(t *testing.T, inTask bool, task func(*testing.T, func(context.Context) error), f func(ctx context.Context) error) {
+	t.Helper()
+	if inTask {
+		task(t, f)
+	} else {
+		runHere(t, f)
 	}
 }
 
@@ -309,6 +327,21 @@ func rawConn(t *testing.T, impl stdImpl, addr string) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// stdConnPair returns both ends of a new connection of impl: the dialled one
+// and the accepted one, closed when the test ends.
+func stdConnPair(t *testing.T, impl stdImpl) (client, server net.Conn) {
+	t.Helper()
+	l := impl.listen(t)
+	defer l.Close()
+	client = rawConn(t, impl, l.Addr().String())
+	server, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }
 
 // waitClosed reads c until the server closes it and returns what came,
@@ -600,35 +633,24 @@ func forStdPacketImpls(t *testing.T, f func(t *testing.T, impl stdPacketImpl)) {
 				t.Cleanup(func() { c.Close() })
 				return c
 			},
-			task: func(t *testing.T, f func(ctx context.Context) error) {
-				t.Helper()
-				if err := f(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-			},
+			task: runHere,
 		})
 	})
-	for _, backend := range backends {
-		t.Run("faio-"+backend.String(), func(t *testing.T) {
-			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-			f(t, stdPacketImpl{
-				name: "faio-" + backend.String(),
-				listen: func(t *testing.T, network, address string) net.PacketConn {
-					u, err := ListenUDP(goroutineCtx(rt), network, address)
-					if err != nil {
-						t.Fatal(err)
-					}
-					c := u.NetPacketConn()
-					t.Cleanup(func() { c.Close() })
-					return c
-				},
-				task: func(t *testing.T, f func(ctx context.Context) error) {
-					t.Helper()
-					runTask(t, rt, f)
-				},
-			})
+	forFaioBackends(t, func(t *testing.T, name string, rt *runtime.Runtime) {
+		f(t, stdPacketImpl{
+			name: name,
+			listen: func(t *testing.T, network, address string) net.PacketConn {
+				u, err := ListenUDP(goroutineCtx(rt), network, address)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := u.NetPacketConn()
+				t.Cleanup(func() { c.Close() })
+				return c
+			},
+			task: func(t *testing.T, f func(ctx context.Context) error) { runTask(t, rt, f) },
 		})
-	}
+	})
 }
 
 // net.PacketConn's semantics, as net.UDPConn has them, from a goroutine
@@ -642,11 +664,7 @@ func TestStdPacketConnSemantics(t *testing.T) {
 	forStdPacketImpls(t, func(t *testing.T, impl stdPacketImpl) {
 		for _, inTask := range []bool{false, true} {
 			run := func(f func(ctx context.Context) error) {
-				if inTask {
-					impl.task(t, f)
-				} else if err := f(context.Background()); err != nil {
-					t.Fatal(err)
-				}
+				runIn(t, inTask, impl.task, f)
 			}
 			a := impl.listen(t, "udp4", "127.0.0.1:0")
 			b := impl.listen(t, "udp4", "127.0.0.1:0")
@@ -748,13 +766,7 @@ func TestStdCloseEndsBlockedCalls(t *testing.T) {
 			l := impl.listen(t)
 			check(t, "Accept", in(func() error { _, err := l.Accept(); return err }), l.Close)
 
-			l = impl.listen(t)
-			c := rawConn(t, impl, l.Addr().String())
-			s, err := l.Accept()
-			l.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, s := stdConnPair(t, impl)
 			check(t, "Read", in(func() error { _, err := c.Read(make([]byte, 8)); return err }), c.Close)
 			s.Close()
 		}
@@ -783,14 +795,7 @@ func TestStdCloseEndsBlockedCalls(t *testing.T) {
 func TestStdDeadlinesLoseNoBytes(t *testing.T) {
 	forStdImpls(t, func(t *testing.T, impl stdImpl) {
 		for _, inTask := range []bool{false, true} {
-			l := impl.listen(t)
-			c := rawConn(t, impl, l.Addr().String())
-			s, err := l.Accept()
-			l.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			c, s := stdConnPair(t, impl)
 			data := randomBytes(2<<20, 21)
 			go func() {
 				for off := 0; off < len(data); {
@@ -828,21 +833,11 @@ func TestStdDeadlinesLoseNoBytes(t *testing.T) {
 				t.Logf("%d reads timed out", timeouts)
 				return nil
 			}
-			if inTask {
-				impl.task(t, read)
-			} else if err := read(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			runIn(t, inTask, impl.task, read)
 			c.Close()
 
 			// A Write the deadline ends: its count is what arrives.
-			l = impl.listen(t)
-			c = rawConn(t, impl, l.Addr().String())
-			s2, err := l.Accept()
-			l.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, s2 := stdConnPair(t, impl)
 			big := randomBytes(48<<20, 22)
 			write := func(ctx context.Context) error {
 				c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
@@ -861,11 +856,7 @@ func TestStdDeadlinesLoseNoBytes(t *testing.T) {
 				}
 				return nil
 			}
-			if inTask {
-				impl.task(t, write)
-			} else if err := write(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			runIn(t, inTask, impl.task, write)
 			s2.Close()
 		}
 	})
@@ -936,11 +927,7 @@ func TestStdAcceptDeadlinesLoseNoConnections(t *testing.T) {
 				t.Logf("%d accepts timed out", timeouts)
 				return <-dialErr
 			}
-			if inTask {
-				impl.task(t, accept)
-			} else if err := accept(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			runIn(t, inTask, impl.task, accept)
 			l.Close()
 		}
 	})
@@ -1013,14 +1000,7 @@ func TestStdHTTPFromTasks(t *testing.T) {
 func TestStdZeroByteCallsAndDeadlines(t *testing.T) {
 	forStdImpls(t, func(t *testing.T, impl stdImpl) {
 		for _, inTask := range []bool{false, true} {
-			l := impl.listen(t)
-			c := rawConn(t, impl, l.Addr().String())
-			s, err := l.Accept()
-			l.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			c, _ := stdConnPair(t, impl) // the server end stays open until the test ends
 			check := func(ctx context.Context) error {
 				c.SetDeadline(time.Now().Add(-time.Second))
 				if n, err := c.Read(nil); n != 0 || err != nil {
@@ -1053,11 +1033,7 @@ func TestStdZeroByteCallsAndDeadlines(t *testing.T) {
 				}
 				return nil
 			}
-			if inTask {
-				impl.task(t, check)
-			} else if err := check(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			runIn(t, inTask, impl.task, check)
 		}
 	})
 }

@@ -7,18 +7,25 @@ import (
 	"time"
 )
 
+// spawnSleeper spawns a task on rt that sleeps for an hour, and returns
+// it with its context once it runs.
+func spawnSleeper(rt *Runtime) (*JoinHandle[int], context.Context) {
+	ch := make(chan context.Context, 1)
+	h := SpawnOn(rt, func(ctx context.Context) (int, error) {
+		ch <- ctx
+		return 0, Sleep(ctx, time.Hour)
+	})
+	return h, <-ch
+}
+
 // AfterFunc on a task that is cancelled already must not run f on the
 // caller's goroutine: the context package calls it while holding the lock
 // of the context it derives (propagateCancel), and f, that context's
 // cancel, takes the same lock.
 func TestAfterFuncOnACancelledTaskDoesNotRunInline(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 1})
-	ch := make(chan context.Context, 1)
-	h := SpawnOn(rt, func(ctx context.Context) (int, error) {
-		ch <- ctx
-		return 0, Sleep(ctx, time.Hour)
-	})
-	task := Current(<-ch)
+	h, sleeperCtx := spawnSleeper(rt)
+	task := Current(sleeperCtx)
 	h.Cancel()
 	if task.Err() == nil {
 		t.Fatal("the task is not cancelled after Cancel")
@@ -66,12 +73,7 @@ func TestAfterFuncOnACancelledTaskDoesNotRunInline(t *testing.T) {
 func TestDeriveContextWhileTaskIsCancelled(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	for i := range 2000 {
-		ch := make(chan context.Context, 1)
-		h := SpawnOn(rt, func(ctx context.Context) (int, error) {
-			ch <- ctx
-			return 0, Sleep(ctx, time.Hour)
-		})
-		c := <-ch
+		h, c := spawnSleeper(rt)
 		done := make(chan struct{})
 		start := make(chan struct{})
 		go func() {

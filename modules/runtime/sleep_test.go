@@ -395,12 +395,7 @@ func TestSleepRacesItsDeadlineAndCancel(t *testing.T) {
 func TestAfterFuncStopRacesCancel(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	for round := range 200 {
-		ch := make(chan context.Context, 1)
-		h := SpawnOn(rt, func(ctx context.Context) (int, error) {
-			ch <- ctx
-			return 0, Sleep(ctx, time.Hour)
-		})
-		ctx := <-ch
+		h, ctx := spawnSleeper(rt)
 		var ran atomic.Int32
 		var stop func() bool
 		if round%2 == 0 {
