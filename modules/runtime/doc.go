@@ -43,8 +43,9 @@
 // # Scheduling
 //
 // Each worker loops: take the next task (the task just spawned first, from
-// the LIFO slot; then woken tasks and the local queue in turn; the global
-// queue every GlobalQueueInterval ticks), else steal half of the busiest
+// the LIFO slot; then woken tasks, ahead of the local queue of new and
+// yielded tasks, which goes first once every 64 ticks; the global queue
+// every GlobalQueueInterval ticks), else steal half of the busiest
 // worker's queue, else drive its ring and timers, else sleep until a
 // wake-up, a completion or its next timer. On io_uring a worker sleeps in
 // Go's netpoller, on an eventfd its ring signals for completions, so
