@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/faio-go/faio/modules/runtime"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -294,4 +295,83 @@ func TestSocketTransfersOfNoBytesAfterClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// Close of the runtime ends the operations of the net.Listener,
+// net.Conn and net.PacketConn adapters that tasks are waiting in, though
+// they run on the adapters' own contexts, not the tasks': http.Server.Serve
+// in a task returns, and the deferred Closes after it run. Close waited
+// for them forever before.
+func TestRuntimeCloseEndsAdapterOperations(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	before := countFDs(t)
+	rt, err := runtime.New(runtime.Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gctx := goroutineCtx(rt)
+	ln, err := Listen(gctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ln.NetListener()
+	client, err := Dial(gctx, "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(context.Background())
+	server, err := ln.Accept(gctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := ListenUDP(gctx, "udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started atomic.Int32
+	waits := map[string]func() error{
+		"http.Server.Serve": func() error {
+			defer l.Close()
+			return (&http.Server{}).Serve(l)
+		},
+		"NetConn.Read": func() error {
+			c := server.NetConn()
+			defer c.Close()
+			_, err := c.Read(make([]byte, 16))
+			return err
+		},
+		"NetPacketConn.ReadFrom": func() error {
+			c := u.NetPacketConn()
+			defer c.Close()
+			_, _, err := c.ReadFrom(make([]byte, 16))
+			return err
+		},
+	}
+	handles := map[string]*runtime.JoinHandle[error]{}
+	for name, wait := range waits {
+		handles[name] = runtime.SpawnOn(rt, func(ctx context.Context) (error, error) {
+			started.Add(1)
+			return wait(), nil
+		})
+	}
+	for started.Load() < int32(len(waits)) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // into the waits
+	within(t, 10*time.Second, "Close with tasks in adapter operations", func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for name, h := range handles {
+		got, err := h.Join(context.Background())
+		if err != nil || !errors.Is(got, runtime.ErrClosed) {
+			t.Errorf("%s during Close = %v (task: %v), want an error matching runtime.ErrClosed", name, got, err)
+		}
+	}
+	client.Close(context.Background())
+	goleak.VerifyNone(t, ignore)
+	if after := countFDs(t); after != before {
+		t.Fatalf("%d descriptors before, %d after Close", before, after)
+	}
 }

@@ -930,3 +930,69 @@ func TestConsumeContexts(t *testing.T) {
 		}
 	})
 }
+
+// Close ends the waits in progress whose context is not their task's (a
+// Sleep, a Suspend and an I/O with context.Background(), a Suspend with a
+// context of its own): each fails with ErrClosed, and a wait the task
+// begins after that (its cleanup) runs as usual. Without this, a server
+// task blocked in the Accept of a net.Listener adapter held Close forever.
+func TestCloseEndsWaitsOnForeignContexts(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	own, cancelOwn := context.WithCancel(context.Background())
+	defer cancelOwn()
+	waits := map[string]func() error{
+		"Sleep(Background)": func() error { return Sleep(context.Background(), time.Hour) },
+		"Suspend(Background)": func() error {
+			return Suspend(context.Background(), func(Waker) bool { return true })
+		},
+		"Suspend(WithoutCancel)": func() error {
+			return Suspend(context.WithoutCancel(context.Background()), func(Waker) bool { return true })
+		},
+		"Suspend(own context)": func() error {
+			return Suspend(own, func(Waker) bool { return true })
+		},
+	}
+	if rt.Backend() == BackendIOUring {
+		a, _ := socketPair(t)
+		waits["Submit(Background)"] = func() error {
+			_, err := Submit(context.Background(), &recvOp{fd: a, buf: make([]byte, 16)})
+			return err
+		}
+	}
+	type outcome struct {
+		name         string
+		wait, after  error
+		afterElapsed time.Duration
+	}
+	out := make(chan outcome, len(waits))
+	var started sync.WaitGroup
+	for name, wait := range waits {
+		started.Add(1)
+		SpawnOn(rt, func(ctx context.Context) (int, error) {
+			started.Done()
+			o := outcome{name: name, wait: wait()}
+			// A cleanup after the wait ended: Close lets it run.
+			begin := time.Now()
+			o.after = Sleep(context.Background(), 20*time.Millisecond)
+			o.afterElapsed = time.Since(begin)
+			out <- o
+			return 0, nil
+		})
+	}
+	started.Wait()
+	time.Sleep(20 * time.Millisecond) // let every task reach its wait
+	within(t, 10*time.Second, "Close with tasks waiting on foreign contexts", func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for range waits {
+		o := <-out
+		if !errors.Is(o.wait, ErrClosed) {
+			t.Errorf("%s during Close = %v, want ErrClosed", o.name, o.wait)
+		}
+		if o.after != nil || o.afterElapsed < 20*time.Millisecond {
+			t.Errorf("a Sleep(Background, 20ms) after %s ended = %v after %v, want nil after 20ms", o.name, o.after, o.afterElapsed)
+		}
+	}
+}

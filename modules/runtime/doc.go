@@ -123,9 +123,13 @@
 // the waiter, see RunNext), blocks the worker and can deadlock with the
 // holder; faio's Mutex suspends instead. (A faio call made by a task with a context that is
 // not its own, such as context.Background() in a deferred Close, still
-// suspends the task: the context only decides cancellation.)
+// suspends the task: the context only decides cancellation, and Close.)
 //
 // Tasks are cancelled, never killed: Close waits for every task to return.
+// It ends every faio wait in progress, those on a context that is not the
+// task's too (they fail with ErrClosed), so a task blocked in the Accept of
+// a net.Listener adapter does not hold it; waits begun after that, a
+// task's cleanup, run as usual.
 //
 // A task that fails (returns an error or panics) while nobody joins its
 // handle is not lost silently: the failure is reported once, to

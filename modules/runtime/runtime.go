@@ -369,6 +369,27 @@ func (rt *Runtime) finish(t *Task, w *worker) {
 	}
 }
 
+// endForeignWaits ends, for Close, every wait that began before Close on
+// a context that is not its task's (stCloseEnds): cancelling the tasks
+// ends only the waits on their own contexts and those derived from them.
+// Every waiting task is in the tree (Task.link), which it walks; a wait
+// published while it walks sees closing itself (completeSuspend).
+func (rt *Runtime) endForeignWaits() {
+	stack := []*Task{rt.root}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		t.mu.Lock()
+		for c := t.children; c != nil; c = c.next {
+			stack = append(stack, c)
+		}
+		t.mu.Unlock()
+		if s := t.wstate.Load(); s&stCloseEnds != 0 && s&stMask == stWaiting {
+			t.cancelWait(s >> genShift)
+		}
+	}
+}
+
 func (rt *Runtime) signalIdle() {
 	rt.idleMu.Lock()
 	if rt.idle != nil {
@@ -387,7 +408,11 @@ func (rt *Runtime) signalIdle() {
 // runtime or of another, it returns ErrOnWorker and does nothing.
 //
 // Tasks are cancelled, not killed: a task that ignores its context and
-// blocks in plain Go code holds Close until it returns.
+// blocks in plain Go code holds Close until it returns. A faio wait in
+// progress when Close begins ends even if its context is not the task's
+// (an Accept of a net.Listener adapter, a Sleep with
+// context.Background()): it fails with ErrClosed. Waits that begin after
+// that, such as a deferred Close of a connection, run as usual.
 func (rt *Runtime) Close() error {
 	if onCoroutine() {
 		return ErrOnWorker
@@ -398,6 +423,7 @@ func (rt *Runtime) Close() error {
 		rt.idleMu.Unlock()
 		rt.closing.Store(true)
 		rt.root.cancel(context.Canceled)
+		rt.endForeignWaits()
 		if rt.root.kids.Load() == 0 {
 			rt.signalIdle()
 		}

@@ -39,6 +39,8 @@ import (
 //	stIO           an I/O wait (Submit): only its completion ends it
 //	stIOCancel     a cancellation of the I/O wait was requested; set once
 //	stRegistering  the worker is running register or registerJoiner
+//	stCloseEnds    ctx is not the task and the wait began before Close:
+//	               Close's endForeignWaits calls cancelWait
 //
 // Transitions of suspension g (W stands for stWaiting, R for
 // stRegistering; claim writes g|to and keeps only R of the flags):
@@ -73,7 +75,7 @@ import (
 //     completion is caught earlier by its record's own generation (package
 //     driver's OpID). Within a
 //     gen the word never returns to an earlier value and gens are not
-//     reused (58 bits), so there is no ABA: a CAS that succeeds proves that
+//     reused (57 bits), so there is no ABA: a CAS that succeeds proves that
 //     the word, and so the task, did not move since the load it was based
 //     on.
 //   - The winner of claim queues the task. The queue (inbox mutex, LIFO
@@ -141,7 +143,11 @@ const (
 	// recorded, but the task is queued by the worker once register has
 	// returned, so a task never runs while its register still does.
 	stRegistering = 32
-	genShift      = 6
+	// stCloseEnds marks a wait whose context is not the task's and that
+	// began before Close: Close ends it (endForeignWaits), as the task's
+	// cancellation would end a wait on its own context.
+	stCloseEnds = 64
+	genShift    = 7
 )
 
 // Reasons a coroutine switches back to its worker.
@@ -304,6 +310,7 @@ func (t *Task) suspend(ctx context.Context) error {
 		stop = context.AfterFunc(ctx, func() { t.cancelWait(gen) })
 	}
 	c.suspendCtx = ctx
+	c.closeEnds = ctx != context.Context(t) && !t.rt.closing.Load()
 	c.yieldReason = reasonSuspend
 	c.yield(struct{}{})
 	// Resumed, possibly on another worker: t.coro is still c.
@@ -334,6 +341,10 @@ func (t *Task) suspend(ctx context.Context) error {
 				return err
 			}
 			return context.DeadlineExceeded
+		}
+		if ctx != context.Context(t) && t.rt.closing.Load() {
+			// Neither ctx nor its deadline: Close ended the wait.
+			return ErrClosed
 		}
 		return context.Canceled
 	}
@@ -391,6 +402,10 @@ func (w *worker) completeSuspend(t *Task) {
 	if ctx == context.Context(t) {
 		st |= stSelfCancel
 	}
+	closeEnds := c.closeEnds
+	if closeEnds {
+		st |= stCloseEnds
+	}
 	// A wheel entry must not fire before the wait is published: the
 	// wheel's lock keeps peers from firing it until then.
 	locked := false
@@ -433,8 +448,9 @@ func (w *worker) completeSuspend(t *Task) {
 	}
 	// Dekker pairing with cancel: it stores the error and then loads
 	// wstate; we store wstate and then load the error. One of us sees the
-	// other, so a cancellation is never missed.
-	if ctx.Err() != nil {
+	// other, so a cancellation is never missed. Likewise with Close, which
+	// stores closing and then looks at every task's wstate.
+	if ctx.Err() != nil || closeEnds && w.rt.closing.Load() {
 		t.cancelWait(gen)
 	} else {
 		wk := taskWaker(t, gen)
