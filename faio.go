@@ -115,6 +115,14 @@ func Timeout[T any](ctx context.Context, d time.Duration, op func(context.Contex
 	return runtime.Timeout(ctx, d, op)
 }
 
+// Blocking calls f, which blocks in plain Go (http.Client.Do, cgo, package
+// sync), on a goroutine of its own while the calling task is suspended, so
+// that its worker runs other tasks meanwhile; it returns ctx.Err() at once
+// if ctx ends first (f runs on). See runtime.Blocking.
+func Blocking[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	return runtime.Blocking(ctx, f)
+}
+
 // Current returns the task ctx belongs to, or nil.
 func Current(ctx context.Context) *Task { return runtime.Current(ctx) }
 

@@ -938,16 +938,13 @@ func TestStdAcceptDeadlinesLoseNoConnections(t *testing.T) {
 // so the transport dials, in its own goroutines, with a context derived
 // from a task's; Shutdown from a plain goroutine ends Serve.
 //
-// On pinned workers (FAIO_PINNED=1) it is skipped for now: there, about
-// one run in 40-80 under -race hung with the Serve task's first Accept
-// suspended on its worker's ring, the client's connection made, and both
-// workers asleep; the client gave up after 20 s, and the cleanup's Close
-// then waited for ever for the Serve task. Builds before this test
-// existed hang the same way, so the defect is older; it is open.
+// The client's calls block in plain Go, so the task makes them through
+// runtime.Blocking. Made directly, they held the client's worker: on
+// pinned workers, about one run in 40-80 under -race placed both tasks on
+// one worker, and the Serve task's Accept waited there until the client
+// gave up after 20 s (the runtime's Close then waited for ever for that
+// Accept, which TestRuntimeCloseEndsAdapterOperations now covers).
 func TestStdHTTPFromTasks(t *testing.T) {
-	if os.Getenv(runtime.EnvPinned) == "1" {
-		t.Skip("hangs now and then on pinned workers: a task's first Accept on the ring is not completed (open defect)")
-	}
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
 			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
@@ -978,12 +975,18 @@ func TestStdHTTPFromTasks(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					resp, err := client.Do(req)
-					if err != nil {
-						return err
-					}
-					b, err := io.ReadAll(resp.Body)
-					resp.Body.Close()
+					// The client's calls wait on its transport's goroutines:
+					// through Blocking, so that the worker they would hold
+					// serves the server task meanwhile (on pinned workers
+					// the two may share a worker that nobody else can run).
+					b, err := runtime.Blocking(ctx, func() ([]byte, error) {
+						resp, err := client.Do(req)
+						if err != nil {
+							return nil, err
+						}
+						defer resp.Body.Close()
+						return io.ReadAll(resp.Body)
+					})
 					if want := fmt.Sprintf("/%d:%d", i, i*1000); err != nil || string(b) != want {
 						return fmt.Errorf("response %q, %v; want %q", b, err, want)
 					}

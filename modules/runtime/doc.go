@@ -116,9 +116,11 @@
 // queued behind it wait. A watchdog notices a worker stuck on one task
 // while others wait (Config.StallThreshold), counts it in Stats, reports it
 // to Config.OnStall and wakes another worker to steal the waiting tasks;
-// but the blocked worker itself is lost until the call returns. Use the
-// faio equivalents, or run blocking code in a goroutine and wait for it
-// with a faio primitive. Do not hold such a mutex across a faio wait: a
+// but the blocked worker itself is lost until the call returns; on pinned
+// workers the tasks that share it wait too, however long. Use the faio
+// equivalents, or call blocking code (http.Client.Do, cgo, package sync)
+// through Blocking, which runs it on a goroutine of its own while the task
+// is suspended. Do not hold such a mutex across a faio wait: a
 // task that needs it, run meanwhile on the same worker (or nested under
 // the waiter, see RunNext), blocks the worker and can deadlock with the
 // holder; faio's Mutex suspends instead. (A faio call made by a task with a context that is

@@ -290,3 +290,50 @@ func ExampleRunNext() {
 	fmt.Println(sum, err)
 	// Output: 42 <nil>
 }
+
+// A task calls code that blocks in plain Go (here a queue built on
+// sync.Cond) through Blocking: the call runs on a goroutine of its own,
+// and the task's worker, the only one, runs the producer meanwhile.
+// Called directly, take would hold that worker, and the producer would
+// never run.
+func ExampleBlocking() {
+	rt, err := runtime.New(runtime.Config{Workers: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+
+	var mu sync.Mutex
+	ready := sync.NewCond(&mu)
+	var items []string
+	take := func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for len(items) == 0 {
+			ready.Wait()
+		}
+		item := items[0]
+		items = items[1:]
+		return item, nil
+	}
+	put := func(item string) {
+		mu.Lock()
+		items = append(items, item)
+		mu.Unlock()
+		ready.Signal()
+	}
+
+	got, err := runtime.BlockOn(rt, func(ctx context.Context) (string, error) {
+		runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+			if err := runtime.Sleep(ctx, time.Millisecond); err != nil {
+				return 0, err
+			}
+			put("job 1")
+			return 0, nil
+		})
+		return runtime.Blocking(ctx, take)
+	})
+	fmt.Println(got, err)
+	// Output: job 1 <nil>
+}
