@@ -236,35 +236,48 @@ func (b *baton) wait(ctx context.Context) error {
 	})
 }
 
-// Two tasks pass control back and forth; one op is one round trip.
+// Two tasks pass control back and forth; one op is one round trip. In
+// faio-deadline both wait with a context that has a deadline (an hour
+// away), which every wait arms on its worker's wheel.
 func BenchmarkPingPong(b *testing.B) {
-	b.Run("faio", func(b *testing.B) {
-		rt := benchRuntime(b, 2)
-		var ping, pong baton
-		b.ReportAllocs()
-		b.ResetTimer()
-		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
-			Spawn(ctx, func(ctx context.Context) (int, error) {
+	for _, deadline := range []bool{false, true} {
+		name := "faio"
+		if deadline {
+			name = "faio-deadline"
+		}
+		b.Run(name, func(b *testing.B) {
+			rt := benchRuntime(b, 2)
+			var ping, pong baton
+			b.ReportAllocs()
+			b.ResetTimer()
+			_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+				if deadline {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, time.Hour)
+					defer cancel()
+				}
+				Spawn(ctx, func(ctx context.Context) (int, error) {
+					for i := 0; i < b.N; i++ {
+						if err := ping.wait(ctx); err != nil {
+							return 0, err
+						}
+						pong.signal()
+					}
+					return 0, nil
+				})
 				for i := 0; i < b.N; i++ {
-					if err := ping.wait(ctx); err != nil {
+					ping.signal()
+					if err := pong.wait(ctx); err != nil {
 						return 0, err
 					}
-					pong.signal()
 				}
 				return 0, nil
 			})
-			for i := 0; i < b.N; i++ {
-				ping.signal()
-				if err := pong.wait(ctx); err != nil {
-					return 0, err
-				}
+			if err != nil {
+				b.Fatal(err)
 			}
-			return 0, nil
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	})
+	}
 	b.Run("goroutines", func(b *testing.B) {
 		withProcs(b, 2)
 		ping, pong := make(chan struct{}), make(chan struct{})

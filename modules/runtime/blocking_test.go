@@ -104,8 +104,10 @@ func TestBlockingReturnsWhenItsContextEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	inClose := make(chan error, 1)
+	own, cancelOwn := context.WithCancel(context.Background())
+	defer cancelOwn()
 	SpawnOn(rt, func(ctx context.Context) (int, error) {
-		_, err := Blocking(context.Background(), func() (int, error) { <-release; return 0, nil })
+		_, err := Blocking(own, func() (int, error) { <-release; return 0, nil })
 		inClose <- err
 		return 0, nil
 	})
@@ -116,6 +118,6 @@ func TestBlockingReturnsWhenItsContextEnds(t *testing.T) {
 		}
 	})
 	if err := <-inClose; !errors.Is(err, ErrClosed) {
-		t.Fatalf("Blocking(Background) during Close = %v, want ErrClosed", err)
+		t.Fatalf("Blocking on a context of its own during Close = %v, want ErrClosed", err)
 	}
 }

@@ -931,38 +931,45 @@ func TestConsumeContexts(t *testing.T) {
 	})
 }
 
-// Close ends the waits in progress whose context is not their task's (a
-// Sleep, a Suspend and an I/O with context.Background(), a Suspend with a
-// context of its own): each fails with ErrClosed, and a wait the task
-// begins after that (its cleanup) runs as usual. Without this, a server
-// task blocked in the Accept of a net.Listener adapter held Close forever.
+// Close ends the waits in progress whose context is not their task's but
+// can be cancelled (a Sleep, a Suspend and an I/O on a context of their
+// own, a Suspend on a context that has a deadline): each fails with
+// ErrClosed, and a wait the task begins after that (its cleanup) runs as
+// usual. A wait on a context that can never be cancelled runs to its end.
+// Without this, a server task blocked in the Accept of a net.Listener
+// adapter held Close forever.
 func TestCloseEndsWaitsOnForeignContexts(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 2})
 	own, cancelOwn := context.WithCancel(context.Background())
 	defer cancelOwn()
+	timed, cancelTimed := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelTimed()
+	const full = 100 * time.Millisecond
+	type outcome struct {
+		name         string
+		wait, after  error
+		waited       time.Duration
+		afterElapsed time.Duration
+	}
 	waits := map[string]func() error{
-		"Sleep(Background)": func() error { return Sleep(context.Background(), time.Hour) },
-		"Suspend(Background)": func() error {
-			return Suspend(context.Background(), func(Waker) bool { return true })
-		},
-		"Suspend(WithoutCancel)": func() error {
-			return Suspend(context.WithoutCancel(context.Background()), func(Waker) bool { return true })
-		},
+		"Sleep(own context)": func() error { return Sleep(own, time.Hour) },
 		"Suspend(own context)": func() error {
 			return Suspend(own, func(Waker) bool { return true })
+		},
+		"Suspend(context with a deadline)": func() error {
+			return Suspend(timed, func(Waker) bool { return true })
+		},
+		// Not ended: it must complete.
+		"Sleep(WithoutCancel)": func() error {
+			return Sleep(context.WithoutCancel(own), full)
 		},
 	}
 	if rt.Backend() == BackendIOUring {
 		a, _ := socketPair(t)
-		waits["Submit(Background)"] = func() error {
-			_, err := Submit(context.Background(), &recvOp{fd: a, buf: make([]byte, 16)})
+		waits["Submit(own context)"] = func() error {
+			_, err := Submit(own, &recvOp{fd: a, buf: make([]byte, 16)})
 			return err
 		}
-	}
-	type outcome struct {
-		name         string
-		wait, after  error
-		afterElapsed time.Duration
 	}
 	out := make(chan outcome, len(waits))
 	var started sync.WaitGroup
@@ -970,9 +977,11 @@ func TestCloseEndsWaitsOnForeignContexts(t *testing.T) {
 		started.Add(1)
 		SpawnOn(rt, func(ctx context.Context) (int, error) {
 			started.Done()
-			o := outcome{name: name, wait: wait()}
-			// A cleanup after the wait ended: Close lets it run.
 			begin := time.Now()
+			o := outcome{name: name, wait: wait()}
+			o.waited = time.Since(begin)
+			// A cleanup after the wait ended: Close lets it run.
+			begin = time.Now()
 			o.after = Sleep(context.Background(), 20*time.Millisecond)
 			o.afterElapsed = time.Since(begin)
 			out <- o
@@ -988,7 +997,11 @@ func TestCloseEndsWaitsOnForeignContexts(t *testing.T) {
 	})
 	for range waits {
 		o := <-out
-		if !errors.Is(o.wait, ErrClosed) {
+		if o.name == "Sleep(WithoutCancel)" {
+			if o.wait != nil || o.waited < full {
+				t.Errorf("%s during Close = %v after %v, want nil after %v", o.name, o.wait, o.waited, full)
+			}
+		} else if !errors.Is(o.wait, ErrClosed) {
 			t.Errorf("%s during Close = %v, want ErrClosed", o.name, o.wait)
 		}
 		if o.after != nil || o.afterElapsed < 20*time.Millisecond {

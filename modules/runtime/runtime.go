@@ -370,8 +370,9 @@ func (rt *Runtime) finish(t *Task, w *worker) {
 }
 
 // endForeignWaits ends, for Close, every wait that began before Close on
-// a context that is not its task's (stCloseEnds): cancelling the tasks
-// ends only the waits on their own contexts and those derived from them.
+// a cancellable context that is not its task's (stCloseEnds): cancelling
+// the tasks ends only the waits on their own contexts and those derived
+// from them.
 // Every waiting task is in the tree (Task.link), which it walks; a wait
 // published while it walks sees closing itself (completeSuspend).
 func (rt *Runtime) endForeignWaits() {
@@ -410,9 +411,11 @@ func (rt *Runtime) signalIdle() {
 // Tasks are cancelled, not killed: a task that ignores its context and
 // blocks in plain Go code holds Close until it returns. A faio wait in
 // progress when Close begins ends even if its context is not the task's
-// (an Accept of a net.Listener adapter, a Sleep with
-// context.Background()): it fails with ErrClosed. Waits that begin after
-// that, such as a deferred Close of a connection, run as usual.
+// (the Accept of a net.Listener adapter, which runs on the adapter's own
+// context): it fails with ErrClosed. Two kinds run as usual: waits on a
+// context that can never be cancelled (context.Background(),
+// context.WithoutCancel), which say that the wait must complete, and waits
+// that begin after Close, such as a deferred Close of a connection.
 func (rt *Runtime) Close() error {
 	if onCoroutine() {
 		return ErrOnWorker

@@ -39,8 +39,9 @@ import (
 //	stIO           an I/O wait (Submit): only its completion ends it
 //	stIOCancel     a cancellation of the I/O wait was requested; set once
 //	stRegistering  the worker is running register or registerJoiner
-//	stCloseEnds    ctx is not the task and the wait began before Close:
-//	               Close's endForeignWaits calls cancelWait
+//	stCloseEnds    ctx is not the task, has a Done channel, and the wait
+//	               began before Close: Close's endForeignWaits calls
+//	               cancelWait
 //
 // Transitions of suspension g (W stands for stWaiting, R for
 // stRegistering; claim writes g|to and keeps only R of the flags):
@@ -143,9 +144,9 @@ const (
 	// recorded, but the task is queued by the worker once register has
 	// returned, so a task never runs while its register still does.
 	stRegistering = 32
-	// stCloseEnds marks a wait whose context is not the task's and that
-	// began before Close: Close ends it (endForeignWaits), as the task's
-	// cancellation would end a wait on its own context.
+	// stCloseEnds marks a wait whose context is not the task's, can be
+	// cancelled, and began before Close: Close ends it (endForeignWaits),
+	// as the task's cancellation ends a wait on its own context.
 	stCloseEnds = 64
 	genShift    = 7
 )
@@ -306,11 +307,16 @@ func (t *Task) suspend(ctx context.Context) error {
 	c := t.coro
 	gen := t.nextGen()
 	var stop func() bool
+	c.closeEnds = false
 	if ctx != context.Context(t) && ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { t.cancelWait(gen) })
+		// A context that can be cancelled, but not by the task: Close
+		// ends the wait too. One that never can (Background,
+		// WithoutCancel) says the wait must complete, as the blocking
+		// pool's does while a system call uses the caller's buffer.
+		c.closeEnds = !t.rt.closing.Load()
 	}
 	c.suspendCtx = ctx
-	c.closeEnds = ctx != context.Context(t) && !t.rt.closing.Load()
 	c.yieldReason = reasonSuspend
 	c.yield(struct{}{})
 	// Resumed, possibly on another worker: t.coro is still c.
