@@ -533,6 +533,38 @@ func TestTimingWallClockDeadlineAfterAClockStep(t *testing.T) {
 	}
 }
 
+// The deadline of a wait's context goes on the wheel where wheelTime puts
+// it against now, also after a wall clock step since New: exactly, and
+// without reading the clock, for a deadline with a monotonic clock reading
+// (context.WithTimeout's); give or take the time the call takes for a
+// wall clock one.
+func TestDeadlineOnWheel(t *testing.T) {
+	for _, step := range []time.Duration{0, -time.Hour, time.Hour} {
+		if _, ok := wallShifted(time.Now(), step); !ok {
+			t.Skip("cannot simulate a wall clock step: package time lays out Time differently")
+		}
+		testHookStart = func(start time.Time) time.Time {
+			shifted, _ := wallShifted(start, -step)
+			return shifted
+		}
+		rt := newRuntime(t, Config{Workers: 1})
+		testHookStart = nil
+		now := time.Now()
+		for _, d := range []time.Duration{-time.Second, 0, time.Millisecond, time.Hour, math.MaxInt64} {
+			dl := now.Add(d)
+			want := rt.wheelTime(dl, now)
+			if got := rt.deadlineOnWheel(dl); dl != dl.Round(0) && got != want {
+				t.Errorf("step %v: deadline now%+v (monotonic) on the wheel at %v, want %v", step, d, got, want)
+			}
+			// The wall and monotonic clocks may disagree by microseconds
+			// over the call.
+			if got := rt.deadlineOnWheel(dl.Round(0)); got < want-time.Millisecond || got > want+time.Second && want < math.MaxInt64-time.Second {
+				t.Errorf("step %v: deadline now%+v (wall clock) on the wheel at %v, want %v (within a millisecond before, a second after)", step, d, got, want)
+			}
+		}
+	}
+}
+
 // A Delay interval keeps its schedule when its ticks come only as late as
 // the timer wheel's resolution makes them, as its doc promises of timer
 // jitter. With a resolution of 100 ms the ticks of a 110 ms interval came

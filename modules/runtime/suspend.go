@@ -419,7 +419,7 @@ func (w *worker) completeSuspend(t *Task) {
 	dl, hasDeadline := ctx.Deadline()
 	var dlAt time.Duration
 	if hasDeadline {
-		dlAt = w.rt.wheelTime(dl, time.Now())
+		dlAt = w.rt.deadlineOnWheel(dl)
 	}
 	switch kind {
 	case kindSleep:
