@@ -424,10 +424,12 @@ func (rt *Runtime) signalIdle() {
 // blocks in plain Go code holds Close until it returns. A faio wait in
 // progress when Close begins ends even if its context is not the task's
 // (the Accept of a net.Listener adapter, which runs on the adapter's own
-// context): it fails with ErrClosed. Two kinds run as usual: waits on a
+// context): it fails with ErrClosed, and such a wait that a task begins
+// once Close has begun fails with ErrClosed at once (a loop of them, such
+// as http.Server.Serve's Accepts, would hold Close otherwise). Waits on a
 // context that can never be cancelled (context.Background(),
-// context.WithoutCancel), which say that the wait must complete, and waits
-// that begin after Close, such as a deferred Close of a connection.
+// context.WithoutCancel), which say that the wait must complete, run as
+// usual, such as a deferred Close of a connection.
 func (rt *Runtime) Close() error {
 	if onCoroutine() {
 		return ErrOnWorker

@@ -39,9 +39,9 @@ import (
 //	stIO           an I/O wait (Submit): only its completion ends it
 //	stIOCancel     a cancellation of the I/O wait was requested; set once
 //	stRegistering  the worker is running register or registerJoiner
-//	stCloseEnds    ctx is not the task, has a Done channel, and the wait
-//	               began before Close: Close's endForeignWaits calls
-//	               cancelWait
+//	stCloseEnds    ctx is not the task and has a Done channel (such a
+//	               wait does not begin once Close has): Close's
+//	               endForeignWaits calls cancelWait
 //
 // Transitions of suspension g (W stands for stWaiting, R for
 // stRegistering; claim writes g|to and keeps only R of the flags):
@@ -309,12 +309,18 @@ func (t *Task) suspend(ctx context.Context) error {
 	var stop func() bool
 	c.closeEnds = false
 	if ctx != context.Context(t) && ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { t.cancelWait(gen) })
 		// A context that can be cancelled, but not by the task: Close
-		// ends the wait too. One that never can (Background,
-		// WithoutCancel) says the wait must complete, as the blocking
-		// pool's does while a system call uses the caller's buffer.
-		c.closeEnds = !t.rt.closing.Load()
+		// ends the wait too, and once Close has begun such a wait does
+		// not begin (a loop of them, such as http.Server.Serve's
+		// Accepts, would hold Close for ever). One that never can
+		// (Background, WithoutCancel) says the wait must complete, as
+		// the blocking pool's does while a system call uses the
+		// caller's buffer.
+		if t.rt.closing.Load() {
+			return ErrClosed
+		}
+		stop = context.AfterFunc(ctx, func() { t.cancelWait(gen) })
+		c.closeEnds = true
 	}
 	c.suspendCtx = ctx
 	c.yieldReason = reasonSuspend
