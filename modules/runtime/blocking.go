@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"unsafe"
 )
 
 // Blocking calls f on a goroutine of its own and returns its results,
@@ -24,16 +25,22 @@ import (
 // (so the task's PanicPolicy applies); one raised after Blocking has
 // returned on its context ends the program, as any goroutine's would.
 //
-// From a plain goroutine, Blocking calls f directly.
+// Close of the runtime ends the wait as it ends others (ErrClosed when ctx
+// is not the task's); on a context that can never be cancelled
+// (context.Background()) Close waits for f.
+//
+// From a plain goroutine, Blocking calls f directly (unless ctx has ended).
 func Blocking[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	if taskFor(ctx) == nil {
-		return f()
-	}
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	b := &blockingCall[T]{}
+	if taskFor(ctx) == nil {
+		return f()
+	}
+	// register runs on the worker, whose goroutine would pass on its own
+	// profiler labels: f's goroutine gets the task's, as with go.
+	b := &blockingCall[T]{labels: getProfLabel()}
 	err := Suspend(ctx, func(wk Waker) bool {
 		go b.run(f, wk)
 		return true
@@ -57,6 +64,7 @@ type blockingCall[T any] struct {
 	err      error
 	panicked bool
 	pv       any
+	labels   unsafe.Pointer // the calling task's profiler labels
 }
 
 // errBlockingGoexit is the panic a task gets when Blocking's f called
@@ -64,6 +72,7 @@ type blockingCall[T any] struct {
 var errBlockingGoexit = errors.New("faio/runtime: Blocking's function called runtime.Goexit")
 
 func (b *blockingCall[T]) run(f func() (T, error), wk Waker) {
+	setProfLabel(b.labels)
 	completed := false
 	defer func() {
 		if !completed {
