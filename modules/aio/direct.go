@@ -635,6 +635,13 @@ func (g *fdGuard) submitNoRing(ctx context.Context, op directOp, write bool) (ru
 		_ = runtime.ConsumeCurrent(ctx)
 		return res, nil
 	}
+	if g.rfdClosed.Load() && ctx.Done() != nil {
+		// The runtime refused the registration because it is closing:
+		// a wait on a context that can be cancelled ends at Close, and
+		// the netpoller's, below, would not (its goroutine hides ctx
+		// from Close). One that cannot be cancelled must complete.
+		return runtime.Result{}, runtime.ErrClosed
+	}
 	// pollWait honours ctx itself and returns once the system call is
 	// over, so the task waits for it whatever ctx does.
 	oerr := offload(context.WithoutCancel(ctx), func() { res, err = g.pollWait(ctx, op, write, true) })
@@ -660,6 +667,7 @@ func (g *fdGuard) readiness() *runtime.FD {
 	f, err := g.rt.RegisterFD(g.fd)
 	if err != nil {
 		g.noRFD = true
+		g.rfdClosed.Store(errors.Is(err, runtime.ErrClosed))
 		return nil
 	}
 	g.rfd.Store(f)

@@ -54,6 +54,9 @@ type fdGuard struct {
 	// (under mu) says the poller refused it.
 	rfd   atomic.Pointer[runtime.FD]
 	noRFD bool
+	// rfdClosed says the poller refused it because the runtime was
+	// closing.
+	rfdClosed atomic.Bool
 
 	// recvHint decides whether a task's receive is tried on the spot
 	// before the ring (recvTry, recvTried in direct.go).
