@@ -25,9 +25,9 @@ import (
 // (so the task's PanicPolicy applies); one raised after Blocking has
 // returned on its context ends the program, as any goroutine's would.
 //
-// Close of the runtime ends the wait as it ends others (ErrClosed when ctx
-// is not the task's); on a context that can never be cancelled
-// (context.Background()) Close waits for f.
+// Close of the runtime ends the wait as it ends others (with ErrClosed
+// when ctx derives from no task); on a context that can never be
+// cancelled (context.Background()) Close waits for f.
 //
 // From a plain goroutine, Blocking calls f directly (unless ctx has ended).
 func Blocking[T any](ctx context.Context, f func() (T, error)) (T, error) {

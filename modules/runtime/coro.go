@@ -31,7 +31,7 @@ type coro struct {
 	yieldReason uint8
 	kind        uint8
 	ioDone      bool  // the completion of an I/O wait arrived (set by ioDone)
-	closeEnds   bool  // the wait began before Close, on a context not the task's (stCloseEnds)
+	closeEnds   bool  // Close ends the wait: its context derives from no task (stCloseEnds)
 	budget      int32 // coop budget spent since the last resume
 	suspendCtx  context.Context
 	register    func(Waker) bool

@@ -128,12 +128,12 @@
 // suspends the task: the context only decides cancellation, and Close.)
 //
 // Tasks are cancelled, never killed: Close waits for every task to return.
-// It ends every faio wait in progress, those on a context that is not the
-// task's too (they fail with ErrClosed), so a task blocked in the Accept of
-// a net.Listener adapter does not hold it, and such waits begun once Close
-// has begun fail at once. Waits on a context that can never be cancelled
-// (context.Background(), context.WithoutCancel; a task's cleanup) run as
-// usual.
+// It ends every faio wait on a context that can be cancelled, those on a
+// context that derives from no task too (they fail with ErrClosed, and
+// such waits begun once Close has begun fail at once), so a task in the
+// Accept of a net.Listener adapter does not hold it. Waits on a context
+// that can never be cancelled (context.Background(),
+// context.WithoutCancel; a task's cleanup) run as usual.
 //
 // A task that fails (returns an error or panics) while nobody joins its
 // handle is not lost silently: the failure is reported once, to

@@ -381,10 +381,9 @@ func (rt *Runtime) finish(t *Task, w *worker) {
 	}
 }
 
-// endForeignWaits ends, for Close, every wait that began before Close on
-// a cancellable context that is not its task's (stCloseEnds): cancelling
-// the tasks ends only the waits on their own contexts and those derived
-// from them.
+// endForeignWaits ends, for Close, every wait on a cancellable context
+// that derives from no task of the runtime (stCloseEnds): cancelling the
+// tasks ends only the waits on contexts derived from tasks.
 // Every waiting task is in the tree (Task.link), which it walks; a wait
 // published while it walks sees closing itself (completeSuspend).
 func (rt *Runtime) endForeignWaits() {
@@ -421,12 +420,12 @@ func (rt *Runtime) signalIdle() {
 // runtime or of another, it returns ErrOnWorker and does nothing.
 //
 // Tasks are cancelled, not killed: a task that ignores its context and
-// blocks in plain Go code holds Close until it returns. A faio wait in
-// progress when Close begins ends even if its context is not the task's
+// blocks in plain Go code holds Close until it returns. A faio wait on a
+// context that can be cancelled but derives from no task of the runtime
 // (the Accept of a net.Listener adapter, which runs on the adapter's own
-// context): it fails with ErrClosed, and such a wait that a task begins
-// once Close has begun fails with ErrClosed at once (a loop of them, such
-// as http.Server.Serve's Accepts, would hold Close otherwise). Waits on a
+// context) fails with ErrClosed: those in progress when Close begins end,
+// and later ones fail at once (a loop of them, such as
+// http.Server.Serve's Accepts, would hold Close otherwise). Waits on a
 // context that can never be cancelled (context.Background(),
 // context.WithoutCancel), which say that the wait must complete, run as
 // usual, such as a deferred Close of a connection.

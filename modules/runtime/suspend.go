@@ -39,9 +39,9 @@ import (
 //	stIO           an I/O wait (Submit): only its completion ends it
 //	stIOCancel     a cancellation of the I/O wait was requested; set once
 //	stRegistering  the worker is running register or registerJoiner
-//	stCloseEnds    ctx is not the task and has a Done channel (such a
-//	               wait does not begin once Close has): Close's
-//	               endForeignWaits calls cancelWait
+//	stCloseEnds    ctx has a Done channel and derives from no task of the
+//	               runtime (such a wait does not begin once Close has):
+//	               Close's endForeignWaits calls cancelWait
 //
 // Transitions of suspension g (W stands for stWaiting, R for
 // stRegistering; claim writes g|to and keeps only R of the flags):
@@ -307,21 +307,27 @@ func (t *Task) suspend(ctx context.Context) error {
 	c := t.coro
 	gen := t.nextGen()
 	var stop func() bool
-	c.closeEnds = false
+	closeEnds := false
 	if ctx != context.Context(t) && ctx.Done() != nil {
-		// A context that can be cancelled, but not by the task: Close
-		// ends the wait too, and once Close has begun such a wait does
-		// not begin (a loop of them, such as http.Server.Serve's
-		// Accepts, would hold Close for ever). One that never can
-		// (Background, WithoutCancel) says the wait must complete, as
-		// the blocking pool's does while a system call uses the
-		// caller's buffer.
-		if t.rt.closing.Load() {
-			return ErrClosed
+		// A context that can be cancelled, but that Close's
+		// cancellation of the tasks does not reach (it derives from no
+		// task of this runtime): Close ends the wait too, and once
+		// Close has begun such a wait does not begin (a loop of them,
+		// such as http.Server.Serve's Accepts, would hold Close for
+		// ever). One that derives from a task ends with that task's
+		// cancellation, with the context's own error. One that never
+		// can be cancelled (Background, WithoutCancel) says the wait
+		// must complete, as the blocking pool's does while a system
+		// call uses the caller's buffer.
+		if o := Current(ctx); o == nil || o.rt != t.rt {
+			if t.rt.closing.Load() {
+				return ErrClosed
+			}
+			closeEnds = true
 		}
 		stop = context.AfterFunc(ctx, func() { t.cancelWait(gen) })
-		c.closeEnds = true
 	}
+	c.closeEnds = closeEnds
 	c.suspendCtx = ctx
 	c.yieldReason = reasonSuspend
 	c.yield(struct{}{})
@@ -354,7 +360,7 @@ func (t *Task) suspend(ctx context.Context) error {
 			}
 			return context.DeadlineExceeded
 		}
-		if ctx != context.Context(t) && t.rt.closing.Load() {
+		if closeEnds && t.rt.closing.Load() {
 			// Neither ctx nor its deadline: Close ended the wait.
 			return ErrClosed
 		}
