@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -644,4 +645,59 @@ func TestTimingTimersFireAmidBusyTicks(t *testing.T) {
 		t.Fatalf("a 5 ms Sleep amid 1 ms tasks woke up to %v late, want at most %v", worst, limit)
 	}
 	t.Logf("worst lateness %v", worst)
+}
+
+// A Sleep on a worker busy with a task that yields every few milliseconds
+// (a CPU-bound loop playing fair) wakes once the task's slice that runs
+// at its deadline has ended: the worker looks at its timers between any
+// two task runs, not every few runs. Counted in the busy task's slices,
+// not in time, so a loaded machine, which only lengthens the slices, does
+// not change the count: each slice lasts at least step, so a nap of 10 ms
+// is due by the end of the 4th, and the sleeper runs after at most one
+// more (the local queue's turn, see localTurn). Looking every 4th tick
+// instead (timerCheckTicks = 4) woke it after 7 slices, 11 ms late, every
+// time: the sleeper wakes on a tick that looks, so each nap ends in the
+// same phase of the 4 ticks.
+func TestTimingSleepAmidLongSlicesWakesWithinASlice(t *testing.T) {
+	const step, nap, naps = 3 * time.Millisecond, 10 * time.Millisecond, 15
+	for _, b := range []Backend{BackendAuto, BackendPortable} {
+		rt := newRuntime(t, Config{Workers: 1, IOBackend: b})
+		var sliced atomic.Int64
+		ran := make([]int64, 0, naps)
+		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			stop := make(chan struct{})
+			busy := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+				for {
+					select {
+					case <-stop:
+						return struct{}{}, nil
+					default:
+					}
+					for start := time.Now(); time.Since(start) < step; {
+					}
+					sliced.Add(1)
+					if err := Yield(ctx); err != nil {
+						return struct{}{}, err
+					}
+				}
+			})
+			defer func() { close(stop); busy.Join(ctx) }()
+			for range naps {
+				n := sliced.Load()
+				if err := Sleep(ctx, nap); err != nil {
+					return struct{}{}, err
+				}
+				ran = append(ran, sliced.Load()-n)
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sorted := slices.Sorted(slices.Values(ran))
+		limit := int64((nap+step-1)/step) + 1
+		if median := sorted[len(sorted)/2]; median > limit {
+			t.Errorf("%v: a %v Sleep amid a task yielding every %v lasted a median of %d of its slices (each: %v), want at most %d", rt.Backend(), nap, step, median, ran, limit)
+		}
+	}
 }
