@@ -114,7 +114,11 @@ type worker struct {
 	batch      []*Task // scratch for global-queue refills and inbox drains
 	pollBuf    pollBuf // scratch for the readiness poller's events (see RegisterFD)
 	counts     localCounts
-	_          cacheLinePad // apart from whatever the allocator puts next
+	// lastLook is when timersDueAt last looked on a timerCheckTicks tick;
+	// slowTicks, whether the ticks before it were long (see timersDueAt).
+	lastLook  time.Duration
+	slowTicks bool
+	_         cacheLinePad // apart from whatever the allocator puts next
 }
 
 // cacheLinePad keeps the fields after it off the cache lines of those
@@ -863,20 +867,38 @@ func (w *worker) drive() int {
 // still fires its timers on time. Not every tick: a clock read costs
 // 50-110 ns on a virtual machine (kvm-clock), as much as a task switch,
 // and was 8% of the CPU of two tasks waking each other under contexts
-// with deadlines. A timer is then late by at most this many task runs
-// (its worker's drive, every IOInterval ticks and before it sleeps, fires
-// timers too).
+// with deadlines. While ticks are long (slowTick), it looks every tick
+// again: a task yielding every few milliseconds then delays a timer by
+// one of its runs, not by this many (a Sleep amid 3 ms slices woke 7
+// slices after its start instead of 4, and a 10 ms Delay interval lost
+// half its ticks). Its worker's drive, every IOInterval ticks and before
+// it sleeps, fires timers too.
 const timerCheckTicks = 4
 
 // timersDueAt reports whether tick is one that looks at the clock and the
 // worker's earliest timer is due (only while any is armed).
 func (w *worker) timersDueAt(tick uint32) bool {
-	if tick%timerCheckTicks != 0 {
+	on := tick%timerCheckTicks == 0
+	if !on && !w.slowTicks {
 		return false
 	}
 	due := w.wheel.Next()
-	return due != timerwheel.NoDeadline && w.rt.now() >= due
+	if due == timerwheel.NoDeadline {
+		return false
+	}
+	now := w.rt.now()
+	if on {
+		// Ticks of slowTick or more (tasks that run that long) make a
+		// clock read cheap beside them: look every tick then, so a timer
+		// is late by one task run, not timerCheckTicks of them.
+		w.slowTicks = now-w.lastLook >= timerCheckTicks*slowTick
+		w.lastLook = now
+	}
+	return now >= due
 }
+
+// slowTick: a tick this long costs a clock read per tick under 1%.
+const slowTick = 10 * time.Microsecond
 
 // fireTimers fires this worker's due timers.
 func (w *worker) fireTimers() int {
