@@ -601,52 +601,6 @@ func TestTimingIntervalDelayKeepsScheduleOnACoarseWheel(t *testing.T) {
 	}
 }
 
-// A worker that is never idle, running task after task of 1 ms each,
-// still fires its timers within a few tasks of their deadline: it looks at
-// the clock every timerCheckTicks ticks, not only when it drives its ring
-// (every IOInterval ticks, 61 ms here) or sleeps. On one worker there is
-// no peer to fire them instead.
-func TestTimingTimersFireAmidBusyTicks(t *testing.T) {
-	rt := newRuntime(t, Config{Workers: 1})
-	const step, nap, naps = time.Millisecond, 5 * time.Millisecond, 20
-	var worst time.Duration
-	_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
-		stop := make(chan struct{})
-		busy := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
-			for {
-				select {
-				case <-stop:
-					return struct{}{}, nil
-				default:
-				}
-				for start := time.Now(); time.Since(start) < step; {
-				}
-				if err := Yield(ctx); err != nil {
-					return struct{}{}, err
-				}
-			}
-		})
-		defer func() { close(stop); busy.Join(ctx) }()
-		for range naps {
-			start := time.Now()
-			if err := Sleep(ctx, nap); err != nil {
-				return struct{}{}, err
-			}
-			worst = max(worst, time.Since(start)-nap)
-		}
-		return struct{}{}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each look at the clock comes within timerCheckTicks tasks (4 ms);
-	// one at the ring's drive only would be up to 61 ms late.
-	if limit := 30 * time.Millisecond; worst > limit {
-		t.Fatalf("a 5 ms Sleep amid 1 ms tasks woke up to %v late, want at most %v", worst, limit)
-	}
-	t.Logf("worst lateness %v", worst)
-}
-
 // A Sleep on a worker busy with a task that yields every few milliseconds
 // (a CPU-bound loop playing fair) wakes once the task's slice that runs
 // at its deadline has ended: the worker looks at its timers between any
