@@ -483,6 +483,24 @@ func wallShifted(t time.Time, d time.Duration) (_ time.Time, ok bool) {
 	return u, u.Sub(t) == 0 && u.Round(0).Equal(t.Round(0).Add(d)) && u.Round(0).Sub(t.Round(0)) == d
 }
 
+// runtimeBeforeClockStep returns a runtime of one worker that started
+// as if the wall clock had been stepped by step since New (its start's
+// wall reading step behind, its monotonic reading unchanged), or skips
+// the test where package time lays out Time in a way wallShifted does not
+// know.
+func runtimeBeforeClockStep(t *testing.T, step time.Duration) *Runtime {
+	t.Helper()
+	if _, ok := wallShifted(time.Now(), step); !ok {
+		t.Skip("cannot simulate a wall clock step: package time lays out Time differently")
+	}
+	testHookStart = func(start time.Time) time.Time {
+		shifted, _ := wallShifted(start, -step)
+		return shifted
+	}
+	defer func() { testHookStart = nil }()
+	return newRuntime(t, Config{Workers: 1})
+}
+
 // A deadline without a monotonic clock reading (from time.Unix, t.UTC(),
 // t.Round(0), a decoded time) is a wall clock instant. Package time and
 // package context turn it into a duration against the wall clock when
@@ -495,16 +513,7 @@ func wallShifted(t time.Time, d time.Duration) (_ time.Time, ok bool) {
 // made SleepUntil an hour late.
 func TestTimingWallClockDeadlineAfterAClockStep(t *testing.T) {
 	for _, step := range []time.Duration{-time.Hour, time.Hour} {
-		if _, ok := wallShifted(time.Now(), step); !ok {
-			t.Skip("cannot simulate a wall clock step: package time lays out Time differently")
-		}
-		testHookStart = func(start time.Time) time.Time {
-			// Started with the wall clock step behind where it is now.
-			shifted, _ := wallShifted(start, -step)
-			return shifted
-		}
-		rt := newRuntime(t, Config{Workers: 1})
-		testHookStart = nil
+		rt := runtimeBeforeClockStep(t, step)
 		const d = 20 * time.Millisecond
 		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
 			for i, dl := range []time.Time{time.Now().Add(d).Round(0), time.Now().UTC().Add(d)} {
@@ -541,15 +550,7 @@ func TestTimingWallClockDeadlineAfterAClockStep(t *testing.T) {
 // wall clock one.
 func TestDeadlineOnWheel(t *testing.T) {
 	for _, step := range []time.Duration{0, -time.Hour, time.Hour} {
-		if _, ok := wallShifted(time.Now(), step); !ok {
-			t.Skip("cannot simulate a wall clock step: package time lays out Time differently")
-		}
-		testHookStart = func(start time.Time) time.Time {
-			shifted, _ := wallShifted(start, -step)
-			return shifted
-		}
-		rt := newRuntime(t, Config{Workers: 1})
-		testHookStart = nil
+		rt := runtimeBeforeClockStep(t, step)
 		now := time.Now()
 		for _, d := range []time.Duration{-time.Second, 0, time.Millisecond, time.Hour, math.MaxInt64} {
 			dl := now.Add(d)
