@@ -144,9 +144,9 @@ const (
 	// recorded, but the task is queued by the worker once register has
 	// returned, so a task never runs while its register still does.
 	stRegistering = 32
-	// stCloseEnds marks a wait whose context is not the task's, can be
-	// cancelled, and began before Close: Close ends it (endForeignWaits),
-	// as the task's cancellation ends a wait on its own context.
+	// stCloseEnds marks a wait whose context can be cancelled but derives
+	// from no task of the runtime: Close ends it (endForeignWaits), as the
+	// tasks' cancellation ends the waits on contexts derived from them.
 	stCloseEnds = 64
 	genShift    = 7
 )
