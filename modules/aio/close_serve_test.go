@@ -61,24 +61,16 @@ func TestRuntimeCloseEndsServeUnderLoad(t *testing.T) {
 				for dials.Load() < 20 {
 					time.Sleep(time.Millisecond)
 				}
-				closed := make(chan error, 1)
-				go func() { closed <- rt.Close() }()
+				closed := closeAsync(rt)
 				// The load stops soon after Close began: while
 				// connections keep coming, an Accept may find one
 				// without waiting, and Serve goes on.
 				time.Sleep(20 * time.Millisecond)
 				close(stop)
 				wg.Wait()
-				select {
-				case err := <-closed:
-					if err != nil {
-						t.Error(err)
-					}
-				case <-time.After(5 * time.Second):
-					// Serve waits in an Accept begun after Close: only
-					// the listener's own Close ends it.
-					l.Close()
-					<-closed
+				// Past the bound Serve waits in an Accept begun after
+				// Close: only the listener's own Close ends it.
+				if !closedWithin(t, closed, 5*time.Second, func() { l.Close() }) {
 					t.Fatalf("run %d: Close with Serve under load did not return within 5 s of the load's end (after %d dials)", i, dials.Load())
 				}
 				if got, err := h.Join(context.Background()); err != nil || !errors.Is(got, runtime.ErrClosed) && !errors.Is(got, net.ErrClosed) {
@@ -120,21 +112,39 @@ func TestRuntimeCloseEndsAcceptBegunDuringClose(t *testing.T) {
 			})
 			<-waiting
 			time.Sleep(20 * time.Millisecond)
-			closed := make(chan error, 1)
-			go func() { closed <- rt.Close() }()
-			select {
-			case err := <-closed:
-				if err != nil {
-					t.Error(err)
-				}
-			case <-time.After(5 * time.Second):
-				l.Close()
-				<-closed
+			if !closedWithin(t, closeAsync(rt), 5*time.Second, func() { l.Close() }) {
 				t.Fatal("Close did not return within 5 s: an Accept begun during Close held it")
 			}
 			if got, err := h.Join(context.Background()); err != nil || !errors.Is(got, runtime.ErrClosed) {
 				t.Errorf("Accept begun during Close = %v (task: %v), want an error matching runtime.ErrClosed", got, err)
 			}
 		})
+	}
+}
+
+// closeAsync starts rt.Close on a goroutine of its own; the channel gets
+// its result.
+func closeAsync(rt *runtime.Runtime) <-chan error {
+	closed := make(chan error, 1)
+	go func() { closed <- rt.Close() }()
+	return closed
+}
+
+// closedWithin waits up to d for the result of closeAsync and reports a
+// Close error. If Close has not returned by then, it calls unstick, which
+// must let Close end (closing what the waits are in), waits for Close and
+// reports false, so that the test fails instead of hanging.
+func closedWithin(t *testing.T, closed <-chan error, d time.Duration, unstick func()) bool {
+	t.Helper()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Error(err)
+		}
+		return true
+	case <-time.After(d):
+		unstick()
+		<-closed
+		return false
 	}
 }

@@ -9,7 +9,7 @@ import (
 // Blocking calls f on a goroutine of its own and returns its results,
 // while the calling task is suspended and its worker runs other tasks. It
 // is how a task calls code that blocks in plain Go: http.Client.Do, a cgo
-// call, a sync.Mutex, a channel of package chan, a long computation. Called
+// call, a sync.Mutex, a Go channel, a long computation. Called
 // directly, such code holds the task's worker (see Hazards in the package
 // documentation); on pinned workers, whose tasks only their own worker may
 // run, the tasks that share that worker wait for it, the one that would
