@@ -633,6 +633,17 @@ func stressSuspend(t *testing.T, workers int) {
 	var ioOK bool // set once the runtime exists: Submit is possible
 	body := func(tr *taskRec, rng *rand.Rand) func(context.Context) (int, error) {
 		return func(ctx context.Context) (int, error) {
+			// The self-cancelling waits cancel through tr.h, which the
+			// spawner stores once Spawn returns. A spawner pausing inside
+			// Spawn (chargeSpawn) lets this task run first, and a register
+			// function spinning on the worker for that cancellation then
+			// waited for a spawner that could not run: the test, not the
+			// runtime, hung (one run in about 40 on the portable backend).
+			for tr.h.Load() == nil {
+				if err := Yield(ctx); err != nil {
+					return 0, err
+				}
+			}
 			var stale Waker
 			buf := make([]byte, 1)
 			for j := range tr.waits {
