@@ -1009,3 +1009,96 @@ func TestCloseEndsWaitsOnForeignContexts(t *testing.T) {
 		}
 	}
 }
+
+// Whoever learns of a task's cancellation must never then read a nil Err
+// from the task's context: not a canceller once its Cancel returned (also
+// one that lost the race to another canceller, or to the parent's
+// cancellation, which may still be pushing it down the tree when the loser
+// returns), not a goroutine woken by Done, not an AfterFunc, and not for a
+// task whose parent context is a foreign one, once that context's cancel
+// returned. (Before the loser pushed too, a linked child read nil there.)
+func TestErrNeverNilOnceCancellationShows(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	const rounds = 300
+	var fails atomic.Int32
+	check := func(what string, ctx context.Context) {
+		if ctx.Err() == nil {
+			if fails.Add(1) <= 5 {
+				tk := ctx.(*Task)
+				t.Errorf("%s, then Err() == nil (task flags %b)", what, tk.flags.Load())
+			}
+		}
+	}
+	within(t, 60*time.Second, "cancellation rounds", func() {
+		for round := range rounds {
+			_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+				foreign, cancelForeign := context.WithCancel(ctx)
+				defer cancelForeign()
+				ctxs := make(chan context.Context, 2)
+				sleeper := func(ctx context.Context) (int, error) {
+					ctxs <- ctx
+					for {
+						if err := Sleep(ctx, time.Hour); err != nil {
+							return 0, nil
+						}
+					}
+				}
+				parent := Spawn(ctx, func(ctx context.Context) (int, error) {
+					h := Spawn(ctx, sleeper)
+					k := Spawn(foreign, sleeper) // flagExternal|flagParentExt
+					_, err := h.Join(ctx)
+					_, err2 := k.Join(ctx)
+					return 0, errors.Join(err, err2)
+				})
+				a, b := <-ctxs, <-ctxs
+				var wg sync.WaitGroup
+				for _, c := range []context.Context{a, b} {
+					done := make(chan struct{})
+					stop := context.AfterFunc(c, func() {
+						check("AfterFunc ran", c)
+						close(done)
+					})
+					defer stop()
+					wg.Go(func() {
+						<-c.Done()
+						check("Done closed", c)
+						<-done
+					})
+				}
+				// Two cancellers of the same task, racing each other
+				// and the parent's cancellation: each checks once its
+				// own call has returned.
+				for i := range 3 {
+					wg.Go(func() {
+						switch (i + round) % 3 {
+						case 0:
+							parent.Cancel()
+							check("parent's Cancel returned", a)
+						case 1:
+							cancelForeign()
+							check("foreign parent's cancel returned", b)
+						case 2:
+							parent.Cancel()
+							cancelForeign()
+							check("Cancel returned", a)
+							check("foreign parent's cancel returned", b)
+						}
+					})
+				}
+				// The cancellers are plain goroutines: the root waits
+				// for them on a goroutine of Blocking, not on its worker.
+				if _, err := Blocking(ctx, func() (int, error) { wg.Wait(); return 0, nil }); err != nil {
+					return 0, err
+				}
+				// The parent's Joins fail once it is cancelled.
+				if _, err := parent.Join(ctx); err != nil && !errors.Is(err, context.Canceled) {
+					return 0, err
+				}
+				return 0, nil
+			})
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	})
+}

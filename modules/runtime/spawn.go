@@ -65,7 +65,9 @@ func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 }
 
 // Cancel cancels the task's context. The task sees it at its next faio
-// blocking call (which returns ctx.Err()) or when it checks ctx.Err().
+// blocking call (which returns ctx.Err()) or when it checks ctx.Err(). Once
+// Cancel returns, Err is non-nil for the task and for every task under it,
+// also when another cancellation of the task is under way.
 func (h *JoinHandle[T]) Cancel() { h.task.cancel(context.Canceled) }
 
 // Done returns a channel closed once the task has finished.

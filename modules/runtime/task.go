@@ -398,10 +398,41 @@ func (t *Task) bind(c *coro) {
 // context.DeadlineExceeded), resumes its current suspension if that waits on
 // the task's own context, and cancels its linked children and AfterFunc
 // callbacks. Unlinked children see it through Err.
+//
+// As with package context's cancel, every linked descendant is cancelled
+// once cancel returns, also when another cancel of t won the race and may
+// still be pushing it down: the loser pushes too (to the children it finds
+// linked, each of which does the same), instead of returning at once.
 func (t *Task) cancel(err error) {
-	if !t.errv.CompareAndSwap(nil, &err) {
+	if t.mark(err) {
+		t.notify(err)
 		return
 	}
+	t.mu.Lock()
+	var kids []*Task
+	for c := t.children; c != nil; c = c.next {
+		kids = append(kids, c)
+	}
+	t.mu.Unlock()
+	if len(kids) == 0 {
+		return
+	}
+	won := *t.errv.Load()
+	for _, c := range kids {
+		c.cancel(won)
+	}
+}
+
+// mark is the first half of cancel: it sets the task's error, unless it
+// has one, and reports whether it did. Until notify has run, nothing tells
+// of the cancellation but Err.
+func (t *Task) mark(err error) bool {
+	return t.errv.CompareAndSwap(nil, &err)
+}
+
+// notify is the second half of cancel, for the caller whose mark set the
+// error.
+func (t *Task) notify(err error) {
 	t.mu.Lock()
 	var afs []*afterFunc
 	var unfollow func()
@@ -499,6 +530,12 @@ func (t *Task) linkSlow() {
 		p.mu.Unlock()
 		return
 	}
+	// A cancellation of p that collected p's children before t was among
+	// them reaches t here, marked before t counts as linked: Err trusts a
+	// linked task's flags, and must not answer nil once p.cancel has
+	// returned. The rest of the cancellation follows the unlock.
+	cancelled := p.errv.Load()
+	marked := cancelled != nil && t.mark(*cancelled)
 	t.flags.Or(flagLinked)
 	if t.kids.Load() == kidsFinished {
 		// t finished with no child left: it leaves the tree, or has
@@ -509,6 +546,9 @@ func (t *Task) linkSlow() {
 		// flag (and, under p.mu, takes t out), or this sees the count.
 		t.flags.And(^uint32(flagLinked))
 		p.mu.Unlock()
+		if marked {
+			t.notify(*cancelled)
+		}
 		return
 	}
 	t.next = p.children
@@ -516,10 +556,9 @@ func (t *Task) linkSlow() {
 		p.children.prev = t
 	}
 	p.children = t
-	cancelled := p.errv.Load()
 	p.mu.Unlock()
-	if cancelled != nil {
-		t.cancel(*cancelled)
+	if marked {
+		t.notify(*cancelled)
 	}
 }
 
