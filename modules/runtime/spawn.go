@@ -30,7 +30,7 @@ func (h *JoinHandle[T]) fail(err error) {
 // that could not be spawned.
 func failed[T any](err error) *JoinHandle[T] {
 	h := &JoinHandle[T]{err: err}
-	h.task.flags.Store(flagCompleted | flagExternal) // its context is Background
+	h.task.flags.Store(flagCompleted | flagExternal | flagCancelled) // its context is Background
 	h.task.ext = &taskExt{finishCh: closedChan, doneCh: closedChan}
 	h.task.errv.Store(&err)
 	return h

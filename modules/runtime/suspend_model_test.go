@@ -275,6 +275,7 @@ func (m *suspendModel) suspend(t *rapid.T) {
 		// the task's own cancellation (a model-only shortcut: a real task
 		// stays cancelled).
 		task.errv.Store(nil)
+		task.flags.And(^uint32(flagCancelled))
 		w.ctx = task
 	} else {
 		w.ctx, w.cancel = context.WithCancel(context.Background())

@@ -110,6 +110,7 @@ const (
 	flagParentExt             // with flagExternal: the parent context is ext.parent, not Background
 	flagLabels                // ext.labels holds the spawner's profiler labels
 	flagWatched               // AfterFunc was called: a derived context may wait for the cancellation
+	flagCancelled             // errv is set (Err's one-load fast path)
 )
 
 // parentCtx returns the context the task was spawned with.
@@ -245,7 +246,23 @@ func (t *Task) follow() {
 
 // Err returns nil while the task's context is live, then context.Canceled
 // or context.DeadlineExceeded.
+//
+// Every Consume (so every channel operation and lock of a task) asks, so the
+// common answer is small enough to inline: nil when the task was not
+// cancelled (flagCancelled, raised by cancel before anything could tell of
+// it) and nothing else needs asking: it is in the tree, where its parent's
+// cancellation is pushed to it, and its parent context is not a foreign one.
+// One atomic load: with a second, for errv, Err is too big to inline.
 func (t *Task) Err() error {
+	if t.flags.Load()&(flagLinked|flagParentExt|flagCancelled) == flagLinked {
+		return nil
+	}
+	return t.errSlow()
+}
+
+// errSlow is Err for a cancelled task, a task out of the tree, and a task
+// spawned from a foreign context.
+func (t *Task) errSlow() error {
 	if p := t.errv.Load(); p != nil {
 		return *p
 	}
@@ -259,10 +276,11 @@ func (t *Task) Err() error {
 			return err
 		}
 	}
-	if f&flagExternal != 0 {
+	if f&(flagExternal|flagParentExt) == flagExternal|flagParentExt {
 		// context.AfterFunc runs its callback on a new goroutine; until it
-		// has, answer from the parent so Err never lags behind it.
-		if err := t.parentCtx().Err(); err != nil {
+		// has, answer from the parent so Err never lags behind it. (A
+		// parent context of Background, flagExternal alone, cannot end.)
+		if err := t.ext.parent.Err(); err != nil {
 			t.cancel(err)
 			return err
 		}
@@ -426,7 +444,14 @@ func (t *Task) cancel(err error) {
 // mark is the first half of cancel: it sets the task's error, unless it
 // has one, and reports whether it did. Until notify has run, nothing tells
 // of the cancellation but Err.
+//
+// flagCancelled goes up before errv is set: Err's fast path answers nil
+// only while the flag is down, so whoever has seen errv set (Done, which
+// answers from it, another cancel that lost the race) cannot read a nil
+// Err afterwards. (The flag up and errv not yet set answers nil too, from
+// errSlow: the cancellation has not happened yet.)
 func (t *Task) mark(err error) bool {
+	t.flags.Or(flagCancelled)
 	return t.errv.CompareAndSwap(nil, &err)
 }
 
