@@ -1102,3 +1102,121 @@ func TestErrNeverNilOnceCancellationShows(t *testing.T) {
 		}
 	})
 }
+
+// An AfterFunc of each child that cancels the parent (the group's "one
+// cancelled, all cancelled") runs on the goroutine that cancels the parent,
+// once the parent's cancel has marked every child: its Cancel of the
+// parent, which lost the race, must return at once. When a cancel that lost
+// pushed the cancellation down itself, the first child's AfterFunc pushed
+// it to the second child, whose AfterFunc ran inside that push and pushed
+// it to the third, and so on: one nested walk of all the children per
+// child, about 5 frames deeper each (5,000 at 1,000 children), and a list
+// of all the children held at every level.
+func TestAfterFuncThatCancelsTheParentDoesNotNest(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	const n, maxDepth = 1000, 100
+	var deepest, ran atomic.Int32
+	within(t, 30*time.Second, "cancel of a parent whose children's AfterFuncs cancel it", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			var started atomic.Int32
+			var parent atomic.Pointer[JoinHandle[int]]
+			ready := make(chan struct{})
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				<-ready
+				for range n {
+					Spawn(ctx, func(ctx context.Context) (int, error) {
+						ctx.(*Task).AfterFunc(func() {
+							depth := int32(goruntime.Callers(0, make([]uintptr, 10*maxDepth)))
+							for d := deepest.Load(); depth > d && !deepest.CompareAndSwap(d, depth); d = deepest.Load() {
+							}
+							ran.Add(1)
+							parent.Load().Cancel()
+						})
+						started.Add(1)
+						return 0, Sleep(ctx, time.Hour)
+					})
+				}
+				return 0, nil
+			})
+			parent.Store(h)
+			close(ready)
+			for started.Load() < n {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			h.Cancel()
+			return 0, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	if got := ran.Load(); got != n {
+		t.Errorf("%d AfterFuncs ran, want %d", got, n)
+	}
+	d := deepest.Load()
+	t.Logf("the deepest AfterFunc ran %d frames deep", d)
+	if d > maxDepth {
+		t.Errorf("an AfterFunc ran %d frames deep (counted up to %d; at most %d expected): the cancels of the parent nested", d, 10*maxDepth, maxDepth)
+	}
+}
+
+// A task cancelled by each of its many children as they end (a group whose
+// members cancel it when they fail, cancellation included) costs a cancel
+// per child, not a walk of the children per child: each of those cancels
+// loses the race to the first, and must not push the cancellation down
+// again. When it did, 8,000 children took 3.3 s (4 ms at 2,000: quadratic),
+// and 20,000 about 20 s; the walk pays a lock per child.
+func TestTimingCancelByEveryChildIsLinear(t *testing.T) {
+	if raceEnabled {
+		t.Skip("timing under the race detector means nothing")
+	}
+	rt := newRuntime(t, Config{Workers: 2})
+	const n, bound = 20000, 2 * time.Second
+	var took time.Duration
+	within(t, 120*time.Second, "cancel of a parent by each of its children", func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			var started atomic.Int32
+			var parent atomic.Pointer[JoinHandle[int]]
+			ready := make(chan struct{})
+			h := Spawn(ctx, func(ctx context.Context) (int, error) {
+				<-ready
+				for range n {
+					Spawn(ctx, func(ctx context.Context) (int, error) {
+						started.Add(1)
+						err := Sleep(ctx, time.Hour)
+						parent.Load().Cancel()
+						return 0, err
+					})
+				}
+				return 0, nil
+			})
+			parent.Store(h)
+			close(ready)
+			for started.Load() < n {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			start := time.Now()
+			h.Cancel()
+			// The parent returned long ago: its children are done when
+			// nothing but this task is live.
+			for rt.Stats().Live > 1 {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return 0, err
+				}
+			}
+			took = time.Since(start)
+			return 0, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("%d children cancelled their cancelled parent in %v", n, took)
+	if took > bound {
+		t.Errorf("%d children cancelling their parent took %v, want under %v", n, took, bound)
+	}
+}

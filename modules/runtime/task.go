@@ -418,27 +418,43 @@ func (t *Task) bind(c *coro) {
 // callbacks. Unlinked children see it through Err.
 //
 // As with package context's cancel, every linked descendant is cancelled
-// once cancel returns, also when another cancel of t won the race and may
-// still be pushing it down: the loser pushes too (to the children it finds
-// linked, each of which does the same), instead of returning at once.
+// once cancel returns, also when another cancel of t won the race: the
+// winner marks t and its linked descendants under t.mu (markKidsLocked), so
+// the loser, which finds errv set under the same lock, has nothing left to
+// do. It must not push the cancellation down itself: a task cancelled by
+// each of its many children (a group whose members cancel it when they
+// fail, an AfterFunc of each) would then walk all its children once per
+// child, and an AfterFunc that cancels the parent would nest one walk in
+// another, once per child, on the goroutine that cancels.
 func (t *Task) cancel(err error) {
-	if t.mark(err) {
-		t.notify(err)
-		return
-	}
 	t.mu.Lock()
-	var kids []*Task
-	for c := t.children; c != nil; c = c.next {
-		kids = append(kids, c)
-	}
-	t.mu.Unlock()
-	if len(kids) == 0 {
+	if !t.mark(err) {
+		t.mu.Unlock()
 		return
 	}
-	won := *t.errv.Load()
-	for _, c := range kids {
-		c.cancel(won)
+	marked := t.markKidsLocked(err, []*Task{t})
+	t.mu.Unlock()
+	notify(marked)
+}
+
+// markKidsLocked marks the linked descendants of t, whose mu is held, and
+// returns marked with those whose error it set appended, parents before
+// children. Each task is marked under its own mu, which stays held while
+// its children are: a cancel that lost the race for one of them waits on
+// that lock until they are marked, and one that won it before (its handle's
+// Cancel, say) has marked them by the time we get the lock. The locks are
+// taken parent before child, as nothing takes them child before parent;
+// nothing here runs a callback or waits for anything but these locks.
+func (t *Task) markKidsLocked(err error, marked []*Task) []*Task {
+	for c := t.children; c != nil; c = c.next {
+		c.mu.Lock()
+		if c.mark(err) {
+			marked = append(marked, c)
+			marked = c.markKidsLocked(err, marked)
+		}
+		c.mu.Unlock()
 	}
+	return marked
 }
 
 // mark is the first half of cancel: it sets the task's error, unless it
@@ -455,42 +471,49 @@ func (t *Task) mark(err error) bool {
 	return t.errv.CompareAndSwap(nil, &err)
 }
 
-// notify is the second half of cancel, for the caller whose mark set the
-// error.
-func (t *Task) notify(err error) {
-	t.mu.Lock()
-	var afs []*afterFunc
-	var unfollow func()
-	if e := t.ext; e != nil {
-		unfollow, e.follow = e.follow, nil
-		if e.doneCh == nil {
-			e.doneCh = closedChan
-		} else if e.doneCh != closedChan {
-			close(e.doneCh)
+// notify is the second half of cancel, for the tasks whose error one cancel
+// set (mark), listed parents before children: it closes their Done channels
+// and ends their waits, parents first, then runs their AfterFunc callbacks,
+// children first, in the order the cancellation had when each task pushed
+// it to its children itself. It runs with no lock held: a callback may
+// cancel any task, these included.
+func notify(marked []*Task) {
+	type callbacks struct {
+		afs      []*afterFunc
+		unfollow func()
+	}
+	var later []callbacks
+	for _, t := range marked {
+		var cb callbacks
+		t.mu.Lock()
+		if e := t.ext; e != nil {
+			cb.unfollow, e.follow = e.follow, nil
+			if e.doneCh == nil {
+				e.doneCh = closedChan
+			} else if e.doneCh != closedChan {
+				close(e.doneCh)
+			}
+			cb.afs = e.afterFuncs
+			e.afterFuncs = nil
+			for _, a := range cb.afs {
+				a.done = true
+			}
 		}
-		afs = e.afterFuncs
-		e.afterFuncs = nil
-		for _, a := range afs {
-			a.done = true
+		t.mu.Unlock()
+		if s := t.wstate.Load(); s&stSelfCancel != 0 {
+			t.cancelWait(s >> genShift)
+		}
+		if cb.afs != nil || cb.unfollow != nil {
+			later = append(later, cb)
 		}
 	}
-	var kids []*Task
-	for c := t.children; c != nil; c = c.next {
-		kids = append(kids, c)
-	}
-	t.mu.Unlock()
-
-	if s := t.wstate.Load(); s&stSelfCancel != 0 {
-		t.cancelWait(s >> genShift)
-	}
-	for _, c := range kids {
-		c.cancel(err)
-	}
-	for _, a := range afs {
-		a.f()
-	}
-	if unfollow != nil {
-		unfollow()
+	for i := len(later) - 1; i >= 0; i-- {
+		for _, a := range later[i].afs {
+			a.f()
+		}
+		if later[i].unfollow != nil {
+			later[i].unfollow()
+		}
 	}
 }
 
@@ -555,10 +578,13 @@ func (t *Task) linkSlow() {
 		p.mu.Unlock()
 		return
 	}
-	// A cancellation of p that collected p's children before t was among
+	// A cancellation of p that marked p's children before t was among
 	// them reaches t here, marked before t counts as linked: Err trusts a
 	// linked task's flags, and must not answer nil once p.cancel has
-	// returned. The rest of the cancellation follows the unlock.
+	// returned. t has no linked child yet (a child links only below a
+	// linked parent), so marking it marks its part of the tree, as
+	// markKidsLocked would have. The rest of the cancellation follows the
+	// unlock.
 	cancelled := p.errv.Load()
 	marked := cancelled != nil && t.mark(*cancelled)
 	t.flags.Or(flagLinked)
@@ -572,7 +598,7 @@ func (t *Task) linkSlow() {
 		t.flags.And(^uint32(flagLinked))
 		p.mu.Unlock()
 		if marked {
-			t.notify(*cancelled)
+			notify([]*Task{t})
 		}
 		return
 	}
@@ -583,7 +609,7 @@ func (t *Task) linkSlow() {
 	p.children = t
 	p.mu.Unlock()
 	if marked {
-		t.notify(*cancelled)
+		notify([]*Task{t})
 	}
 }
 
