@@ -1118,32 +1118,17 @@ func TestAfterFuncThatCancelsTheParentDoesNotNest(t *testing.T) {
 	var deepest, ran atomic.Int32
 	within(t, 30*time.Second, "cancel of a parent whose children's AfterFuncs cancel it", func() {
 		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
-			var started atomic.Int32
-			var parent atomic.Pointer[JoinHandle[int]]
-			ready := make(chan struct{})
-			h := Spawn(ctx, func(ctx context.Context) (int, error) {
-				<-ready
-				for range n {
-					Spawn(ctx, func(ctx context.Context) (int, error) {
-						ctx.(*Task).AfterFunc(func() {
-							depth := int32(goruntime.Callers(0, make([]uintptr, 10*maxDepth)))
-							for d := deepest.Load(); depth > d && !deepest.CompareAndSwap(d, depth); d = deepest.Load() {
-							}
-							ran.Add(1)
-							parent.Load().Cancel()
-						})
-						started.Add(1)
-						return 0, Sleep(ctx, time.Hour)
-					})
-				}
-				return 0, nil
-			})
-			parent.Store(h)
-			close(ready)
-			for started.Load() < n {
-				if err := Sleep(ctx, time.Millisecond); err != nil {
-					return 0, err
-				}
+			h, err := spawnSleepingChildren(ctx, n, func(ctx context.Context, parent func() *JoinHandle[int]) {
+				ctx.(*Task).AfterFunc(func() {
+					depth := int32(goruntime.Callers(0, make([]uintptr, 10*maxDepth)))
+					for d := deepest.Load(); depth > d && !deepest.CompareAndSwap(d, depth); d = deepest.Load() {
+					}
+					ran.Add(1)
+					parent().Cancel()
+				})
+			}, nil)
+			if err != nil {
+				return 0, err
 			}
 			h.Cancel()
 			return 0, nil
@@ -1177,27 +1162,9 @@ func TestTimingCancelByEveryChildIsLinear(t *testing.T) {
 	var took time.Duration
 	within(t, 120*time.Second, "cancel of a parent by each of its children", func() {
 		_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
-			var started atomic.Int32
-			var parent atomic.Pointer[JoinHandle[int]]
-			ready := make(chan struct{})
-			h := Spawn(ctx, func(ctx context.Context) (int, error) {
-				<-ready
-				for range n {
-					Spawn(ctx, func(ctx context.Context) (int, error) {
-						started.Add(1)
-						err := Sleep(ctx, time.Hour)
-						parent.Load().Cancel()
-						return 0, err
-					})
-				}
-				return 0, nil
-			})
-			parent.Store(h)
-			close(ready)
-			for started.Load() < n {
-				if err := Sleep(ctx, time.Millisecond); err != nil {
-					return 0, err
-				}
+			h, err := spawnSleepingChildren(ctx, n, nil, func(parent *JoinHandle[int]) { parent.Cancel() })
+			if err != nil {
+				return 0, err
 			}
 			start := time.Now()
 			h.Cancel()
@@ -1219,4 +1186,37 @@ func TestTimingCancelByEveryChildIsLinear(t *testing.T) {
 	if took > bound {
 		t.Errorf("%d children cancelling their parent took %v, want under %v", n, took, bound)
 	}
+}
+
+// spawnSleepingChildren spawns a parent task that spawns n children and
+// returns, and returns the parent's handle once every child has run setup
+// (if set) and is about to sleep for an hour. A child whose sleep ends (its
+// cancellation) calls woken with the parent's handle, if set.
+func spawnSleepingChildren(ctx context.Context, n int, setup func(ctx context.Context, parent func() *JoinHandle[int]), woken func(parent *JoinHandle[int])) (*JoinHandle[int], error) {
+	var started atomic.Int32
+	var parent atomic.Pointer[JoinHandle[int]]
+	h := Spawn(ctx, func(ctx context.Context) (int, error) {
+		for range n {
+			Spawn(ctx, func(ctx context.Context) (int, error) {
+				if setup != nil {
+					setup(ctx, parent.Load)
+				}
+				started.Add(1)
+				err := Sleep(ctx, time.Hour)
+				if woken != nil {
+					woken(parent.Load())
+				}
+				return 0, err
+			})
+		}
+		return 0, nil
+	})
+	// Before any child can be cancelled, so before it can use it.
+	parent.Store(h)
+	for started.Load() < int32(n) {
+		if err := Sleep(ctx, time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
