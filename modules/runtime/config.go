@@ -82,6 +82,11 @@ type Config struct {
 	// workers; default 0: the kernel's limit, min(RingEntries, 4 x CPUs)).
 	// Socket operations are not limited. Workers move between OS threads,
 	// so the process may have a few times this many such threads.
+	// O_DIRECT reads of a file whose pages are still dirty in the page
+	// cache (one the program has just written) all take that path, since
+	// each must wait for the writeback: W6d's 64 readers on a newly
+	// written 1 GiB file peaked at 30 threads, 24 of them io-wq, against
+	// 9 with FileIOThreads 1 and 5 or 6 once the file was clean.
 	FileIOThreads int
 	// PanicPolicy says what a panicking task does (default PanicReturn).
 	PanicPolicy PanicPolicy
