@@ -23,15 +23,7 @@ func TestRuntimeCloseEndsServeUnderLoad(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
 			for i := 0; i < 10; i++ {
-				rt, err := runtime.New(runtime.Config{Workers: 2, IOBackend: backend})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ln, err := Listen(goroutineCtx(rt), "tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				l := ln.NetListener()
+				rt, l := runtimeWithListener(t, backend)
 				addr := l.Addr().String()
 				h := runtime.SpawnOn(rt, func(ctx context.Context) (error, error) {
 					defer l.Close()
@@ -90,15 +82,7 @@ func TestRuntimeCloseEndsServeUnderLoad(t *testing.T) {
 func TestRuntimeCloseEndsAcceptBegunDuringClose(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
-			rt, err := runtime.New(runtime.Config{Workers: 2, IOBackend: backend})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ln, err := Listen(goroutineCtx(rt), "tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := ln.NetListener()
+			rt, l := runtimeWithListener(t, backend)
 			defer l.Close()
 			waiting := make(chan struct{})
 			h := runtime.SpawnOn(rt, func(ctx context.Context) (error, error) {
@@ -147,4 +131,21 @@ func closedWithin(t *testing.T, closed <-chan error, d time.Duration, unstick fu
 		<-closed
 		return false
 	}
+}
+
+// runtimeWithListener starts a runtime of two workers on backend, which the
+// test closes itself (Close is what these tests exercise), and a TCP
+// listener of it on a loopback port, as a net.Listener.
+func runtimeWithListener(t *testing.T, backend runtime.Backend) (*runtime.Runtime, net.Listener) {
+	t.Helper()
+	rt, err := runtime.New(runtime.Config{Workers: 2, IOBackend: backend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(goroutineCtx(rt), "tcp", "127.0.0.1:0")
+	if err != nil {
+		rt.Close()
+		t.Fatal(err)
+	}
+	return rt, ln.NetListener()
 }
