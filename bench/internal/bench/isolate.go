@@ -17,7 +17,7 @@ import (
 )
 
 // SelfEnv is set to "1" in the environment of every process the program
-// starts of itself (the W7 client, isolated W6d runs). The program does not
+// starts of itself (the W7 client, isolated W5 and W6d runs). The program does not
 // need it; a test binary uses it to act as the program (see TestMain).
 const SelfEnv = "FAIO_BENCH_SELF"
 

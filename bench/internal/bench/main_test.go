@@ -12,7 +12,7 @@ import (
 )
 
 // TestMain lets the test binary stand in for the program: the processes a
-// run starts of itself (the W7 and W9 clients, the W6d children) are this binary
+// run starts of itself (the W7 and W9 clients, the W5 and W6d children) are this binary
 // with SelfEnv set, and it then runs Main instead of the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(SelfEnv) == "1" {

@@ -86,7 +86,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 		o           Options
 	)
 	fs.BoolVar(&o.Pinned, "pinned", false, "run faio with pinned workers (faio.Config.PinnedWorkers: a thread per worker, tasks placed when spawned and never moved; default: $"+faio.EnvPinned+"=1 if set)")
-	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs made in this process to this file (go tool pprof); W6d and W7's client run in processes of their own")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs made in this process to this file (go tool pprof); W5, W6d and W7's client run in processes of their own")
 	fs.BoolVar(&o.JSONOnly, "json-only", false, "print the JSON lines only, no table")
 	fs.BoolVar(&o.Quick, "quick", false, "a tenth of the sizes and a 64 MiB data file (CI smoke run)")
 	fs.IntVar(&o.Runs, "runs", 1, "run the whole selection this many times, one pass after another, each after the first in a fresh process (a -cpuprofile covers the first); the table shows each row's pass with the median faio/goroutines ratio and lists every pass's ratio (this machine moves by 1.5x between runs: use 3)")

@@ -45,7 +45,7 @@ func expectedOps(id string, s Sizes) int64 {
 }
 
 // Every workload, every implementation, the default worker counts, through
-// the whole program: the W7 and W9 clients and the W6d children are
+// the whole program: the W7 and W9 clients and the W5 and W6d children are
 // processes of this test binary. Each run must validate and print a JSON
 // line with the figures its workload promises.
 func TestMainRunsEveryWorkload(t *testing.T) {

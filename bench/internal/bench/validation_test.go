@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -275,5 +277,32 @@ func TestMassWakeOverrunFails(t *testing.T) {
 	_, err := massWakeGoroutines(env)
 	if err == nil || !strings.Contains(err.Error(), "W5b goroutines in a child process") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// Each W5 run happens in a child process of its own, and brings back
+// everything a W5 line reports: the lateness, the peak RSS and, for faio,
+// the per-worker balance.
+func TestTimersRunInAChildProcess(t *testing.T) {
+	env := tinyEnv(t, 2)
+	var started []string
+	env.Self = func(ctx context.Context, args ...string) (*exec.Cmd, error) {
+		started = append(started, strings.Join(args[:5], " "))
+		return SelfCommand(ctx, args...)
+	}
+	w, _ := LookupWorkload("W5")
+	for _, impl := range Impls {
+		started = nil
+		m, err := w.Run(env, impl)
+		if err != nil {
+			t.Fatalf("%s: %v", impl, err)
+		}
+		if want := []string{"-child -w W5 -impl " + string(impl)}; !slices.Equal(started, want) {
+			t.Errorf("%s: started %q, want %q", impl, started, want)
+		}
+		if m.Ops != int64(env.Sizes.Timers) || !m.HasLatency || m.P50 > m.P99 || m.P99 > m.Max || m.P50 < 0 ||
+			m.RSSMiB <= 0 || m.GOMAXPROCS != 2 || (impl == Faio) != (len(m.Polls) == 2) {
+			t.Errorf("%s: got %+v", impl, m)
+		}
 	}
 }

@@ -58,10 +58,10 @@ type Env struct {
 	// run, and -pinned in the child processes that start runtimes.
 	Pinned bool
 	// InProcess is set in a child process started for an isolated
-	// workload (W6d): the workload runs here instead of starting another.
+	// workload (W5, W6d): the workload runs here instead of starting another.
 	InProcess bool
 	// Self starts this program again with args: the W7 and W9 clients
-	// and the isolated W6d runs are such processes (nil: SelfCommand).
+	// and the isolated W5 and W6d runs are such processes (nil: SelfCommand).
 	Self func(ctx context.Context, args ...string) (*exec.Cmd, error)
 	// Wrk is the path of wrk, the W9 load generator; "" means the
 	// program's own HTTP client (-http-client).
