@@ -21,11 +21,13 @@ type (
 	// ListenConfig holds a listening socket's options (SO_REUSEPORT, the
 	// backlog); its Listen and ListenUDP methods are the entry points.
 	ListenConfig = aio.ListenConfig
+)
 
-	// The standard-interface adapters that Conn.NetConn,
-	// Listener.NetListener, UDPConn.NetPacketConn and File.IO return
-	// (net.Conn, net.Listener, net.PacketConn and the io interfaces),
-	// named here so that code using the facade can declare them.
+// The standard-interface adapters that Conn.NetConn, Listener.NetListener,
+// UDPConn.NetPacketConn and File.IO return (net.Conn, net.Listener,
+// net.PacketConn and the io interfaces), named here so that code using the
+// facade can declare them.
+type (
 	NetConn       = aio.NetConn
 	NetListener   = aio.NetListener
 	NetPacketConn = aio.NetPacketConn
