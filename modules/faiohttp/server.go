@@ -3,15 +3,25 @@
 // parsed by net/http's own http.ReadRequest over a bufio.Reader on the
 // connection, so keep-alive, pipelining, chunked bodies and the request's
 // header syntax are net/http's (ReadRequest itself refuses a second Host
-// header), and checkRequest refuses what net/http's server refuses after
-// that; "OPTIONS *" the server answers itself, as net/http's does by
-// default (there is no DisableGeneralOptionsHandler). The response side follows net/http's rules where this file
-// says so: a handler's own Transfer-Encoding frames the body, the header
-// is frozen at WriteHeader and trailers are sent as in net/http. A
-// request's Context ends when the client closes or resets the connection
-// while its handler runs, as net/http's does (see requestContext for the
-// cost, and for the exception under TLS). The connection's I/O runs on
-// the io_uring of the task's worker, the task suspending while it waits.
+// header). The server then refuses, with net/http's status and text, what
+// net/http's server refuses after parsing: a protocol other than HTTP/1.x,
+// an HTTP/1.1 request without a Host header, a malformed Host, an invalid
+// header name or value. "OPTIONS *" the server answers itself, as
+// net/http's does by default (there is no DisableGeneralOptionsHandler).
+// On the response side, as in net/http, a handler's own
+// Transfer-Encoding frames the body, the header is frozen at WriteHeader
+// and trailers are sent.
+//
+// A request's Context ends when the handler returns, and when the client
+// closes or resets the connection while the handler runs, once the
+// request's body has been read, as net/http's does. Watching for the
+// client costs a task and a receive per request, so it starts only when
+// something asks for the context's Done (a select on it, a context derived
+// with a cancel or a timeout, a faio call that may wait): a handler that
+// never looks pays nothing. Over TLS a client that closes with a
+// close_notify alert is taken for one that sends its next request, so its
+// request's context does not end then. The connection's I/O runs on the
+// io_uring of the task's worker, the task suspending while it waits.
 //
 //	srv := &faiohttp.Server{Handler: mux, ReadTimeout: 10 * time.Second}
 //	err := srv.Serve(ctx, ln) // ln from aio.Listen; ctx a task's or runtime.WithRuntime's
@@ -26,11 +36,12 @@
 // another worker to take them, so the others see that much extra latency,
 // but the completions of the stuck worker's ring wait until the call
 // returns. Use faio's primitives (faio.Sleep, faio.Mutex, faio channels,
-// aio I/O), or hand blocking work to a goroutine and wait for it with one:
+// aio I/O), or run the blocking call with faio.Blocking (runtime.Blocking),
+// which runs it on a goroutine while the task suspends:
 //
-//	var p faio.Promise[result] // github.com/faio-go/faio
-//	go func() { p.Set(blockingCall()) }()
-//	res, err := p.Wait(r.Context()) // the task suspends; the worker serves others
+//	res, err := faio.Blocking(r.Context(), func() (result, error) { // github.com/faio-go/faio
+//		return blockingCall()
+//	})
 package faiohttp
 
 import (
