@@ -138,6 +138,10 @@ func (p *Portable[T]) Cancel(OpID) {}
 // CancelPending returns false.
 func (p *Portable[T]) CancelPending() bool { return false }
 
+// Stranded returns 0: the portable backend's waits end in Go's netpoller
+// or its blocking pool, which wake the task without its worker.
+func (p *Portable[T]) Stranded() int { return 0 }
+
 // Counts returns zeros.
 func (p *Portable[T]) Counts() (submitted, completed uint64) { return 0, 0 }
 

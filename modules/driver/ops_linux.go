@@ -96,6 +96,8 @@ func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
 	r.pending += entryWeight(sqe)
 	if r.pending >= r.submitAt {
 		r.submit()
+	} else {
+		r.setUnsubmitted(true)
 	}
 	return id
 }
@@ -229,6 +231,7 @@ func (r *Ring[T]) getSQE() *uring.SQE {
 func (r *Ring[T]) submit() {
 	if r.ring.SQReady() == 0 {
 		r.pending = 0
+		r.setUnsubmitted(false)
 		return
 	}
 	n, err := submitEntries(r.ring)
@@ -241,5 +244,15 @@ func (r *Ring[T]) submit() {
 	}
 	// Entries the kernel did not take count in full, so that a Start
 	// soon retries them; the next Reap does at the latest.
-	r.pending = int(r.ring.SQReady()) * socketShare
+	left := r.ring.SQReady()
+	r.pending = int(left) * socketShare
+	r.setUnsubmitted(left > 0)
+}
+
+// setUnsubmitted records whether entries wait to be submitted, for
+// Stranded; the store, a full barrier on amd64, happens only on a change.
+func (r *Ring[T]) setUnsubmitted(v bool) {
+	if r.unsubmitted.Load() != v {
+		r.unsubmitted.Store(v)
+	}
 }

@@ -150,6 +150,11 @@ type Ring[T any] struct {
 	cancels       []OpID
 	cancelScratch []OpID
 	cancelN       atomic.Int32
+	// unsubmitted says that entries wait to be submitted (see Stranded).
+	// Only the owner stores it, and only when it changes: at the first
+	// entry left for a later submission, and at the submission that takes
+	// the last.
+	unsubmitted atomic.Bool
 
 	submitted, completed atomic.Uint64
 }
@@ -381,6 +386,7 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 		if n > 0 {
 			r.submitted.Add(uint64(n))
 		}
+		r.setUnsubmitted(r.ring.SQReady() > 0)
 		if err != nil && !errors.Is(err, syscall.ETIME) {
 			r.enterFailed(err)
 		}
@@ -529,6 +535,24 @@ func (r *Ring[T]) Close() {
 // completions were reaped (wake-ups included); safe from any goroutine.
 func (r *Ring[T]) Counts() (submitted, completed uint64) {
 	return r.submitted.Load(), r.completed.Load()
+}
+
+// Stranded returns how much of the ring's work only its owner can move on:
+// the completions posted and not reaped, plus one if the kernel holds more
+// back (SetupTaskrunFlag, an overflow), plus one if prepared entries wait to
+// be submitted (see Start). A goroutine other than the owner may call it,
+// as the runtime's watchdog does for a worker held by a long task, but not
+// concurrently with Close.
+func (r *Ring[T]) Stranded() int {
+	posted, held := r.ring.CQPending()
+	n := int(posted)
+	if held {
+		n++
+	}
+	if r.unsubmitted.Load() {
+		n++
+	}
+	return n
 }
 
 // InFlight returns the number of operations started and not yet completed.

@@ -878,3 +878,56 @@ func TestEntryWeight(t *testing.T) {
 		}
 	}
 }
+
+// Stranded counts, for a goroutine other than the owner (-race checks
+// that), the entries waiting to be submitted (as one) and the completions
+// posted and not reaped, and goes back to 0 whichever way the entries
+// leave: a Reap, a Wait.
+func TestStrandedFromAnotherGoroutine(t *testing.T) {
+	f := newRingFixture(t, 8)
+	stranded := func() int {
+		ch := make(chan int)
+		go func() { ch <- f.r.Stranded() }()
+		return <-ch
+	}
+	if n := stranded(); n != 0 {
+		t.Fatalf("idle: Stranded = %d", n)
+	}
+	fds := socketpair(t)
+	f.r.Start(nopOp{}, "nop", 1)
+	f.r.Start(&recvOp{fd: fds[0], buf: make([]byte, 8)}, "reader", 2)
+	if n := stranded(); n != 1 {
+		t.Fatalf("two entries prepared, not submitted: Stranded = %d, want 1", n)
+	}
+	f.r.Reap() // submits both; the nop completes at once
+	if n := stranded(); n != 1 {
+		t.Fatalf("submitted, the nop's completion posted: Stranded = %d, want 1", n)
+	}
+	f.r.Reap()
+	if n := stranded(); n != 0 || len(f.dones) != 1 {
+		t.Fatalf("reaped: Stranded = %d, %d completions", n, len(f.dones))
+	}
+	if _, err := unix.Write(fds[1], []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for stranded() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the receive's completion never showed: Stranded = %d", stranded())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.waitFor(t, 2)
+	if n := stranded(); n != 0 {
+		t.Fatalf("after the receive: Stranded = %d", n)
+	}
+	// Wait submits by itself (io_uring_enter with the wait).
+	f.r.Start(nopOp{}, "nop", 3)
+	if n := stranded(); n != 1 {
+		t.Fatalf("nop prepared: Stranded = %d, want 1", n)
+	}
+	f.waitFor(t, 3)
+	if n := stranded(); n != 0 {
+		t.Fatalf("after Wait: Stranded = %d", n)
+	}
+}

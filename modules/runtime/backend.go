@@ -69,6 +69,7 @@ type engine interface {
 	Start(op Op, t *Task, gen uint64) driver.OpID
 	Cancel(id driver.OpID)
 	CancelPending() bool
+	Stranded() int // from any goroutine: see driver.Ring.Stranded
 	Counts() (submitted, completed uint64)
 	Quiesce()
 	Close()

@@ -91,9 +91,12 @@ type Config struct {
 	// PanicPolicy says what a panicking task does (default PanicReturn).
 	PanicPolicy PanicPolicy
 	// StallThreshold is how long a worker may run one task without coming
-	// back to its loop while other tasks wait in its queue before the
-	// watchdog counts a stall, reports it to OnStall and wakes a sleeping
-	// worker to steal the waiting tasks (default 10 ms, at least
+	// back to its loop while other work waits for it (tasks in its queue,
+	// overdue timers, its ring's completions not reaped and operations not
+	// submitted) before the watchdog counts a stall, reports it to OnStall
+	// and wakes a sleeping worker to steal the waiting tasks and fire the
+	// timers; the ring's work only its own worker can take on, and it
+	// waits until the task returns to the loop (default 10 ms, at least
 	// MinStallThreshold; negative disables the watchdog). The watchdog
 	// samples the workers every half threshold while any is awake and
 	// sleeps while all are: idle, it costs no CPU; busy, a sample costs a
@@ -164,12 +167,16 @@ type Config struct {
 const EnvPinned = "FAIO_PINNED"
 
 // StallInfo describes a worker that kept one task running past
-// Config.StallThreshold while other tasks were waiting for it.
+// Config.StallThreshold while other work was waiting for it.
 type StallInfo struct {
 	Worker  int           // the stalled worker
 	TaskID  uint64        // the task it was running
 	Running time.Duration // how long that task had been running
-	Waiting int           // tasks waiting in the worker's queues
+	// Waiting counts what waited: the tasks in the worker's queues, one
+	// for its overdue timers, its ring's completions not reaped, one for
+	// completions the kernel holds for it, and one for operations it has
+	// not submitted yet.
+	Waiting int
 }
 
 // ErrInvalidConfig is wrapped by every error New returns for a bad Config.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // newRuntime starts a runtime for one test and checks at the end that Close
@@ -744,5 +745,66 @@ func TestStallOfTheNextTaskOnACoroutineIsReported(t *testing.T) {
 	close(failed)
 	for msg := range failed {
 		t.Error(msg)
+	}
+}
+
+// A worker held by a plain Go call holds its ring's work too, which no
+// other worker can take: an operation it prepared and has not submitted (a
+// socket receive, submitted in batches) and a completion it has not
+// reaped. The watchdog reports that as a stall, with no task queued: a
+// task's Accept waited on such a worker for 3 s with no report (found by
+// a new user). Each case: a child suspends in an operation on the one
+// worker, the root blocks the worker, the operation's data arrives.
+func TestStallWithIOOnTheWorkerIsReported(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(fd int) Op
+	}{
+		// A receive waits for a batch, or for the worker to run out
+		// of tasks, to be submitted.
+		{"unsubmitted receive", func(fd int) Op { return &recvOp{fd: fd, buf: make([]byte, 8)} }},
+		// A read counts in full and is submitted at once: its
+		// completion waits to be reaped.
+		{"unreaped read", func(fd int) Op { return &readOp{fd: fd, buf: make([]byte, 8), off: ^uint64(0)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := socketPair(t)
+			var stalls atomic.Int32
+			var waiting atomic.Int64
+			rt := newRingRuntime(t, Config{Workers: 1, SubmitBatch: 1, StallThreshold: 10 * time.Millisecond, OnStall: func(s StallInfo) {
+				stalls.Add(1)
+				waiting.Store(int64(s.Waiting))
+			}})
+			within(t, 10*time.Second, tc.name, func() {
+				_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+					h := Spawn(ctx, func(ctx context.Context) (int, error) {
+						r, err := Submit(ctx, tc.op(a))
+						return int(r.Res), err
+					})
+					if err := Yield(ctx); err != nil { // the child suspends in its operation
+						return 0, err
+					}
+					go func() {
+						time.Sleep(20 * time.Millisecond)
+						unix.Write(b, []byte("hi"))
+					}()
+					time.Sleep(150 * time.Millisecond) // holds the worker
+					n, err := h.Join(ctx)
+					if err == nil && n != 2 {
+						err = fmt.Errorf("read %d bytes, want 2", n)
+					}
+					return 0, err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+			if stalls.Load() == 0 {
+				t.Fatal("no stall reported while the worker held the operation")
+			}
+			if w := waiting.Load(); w < 1 {
+				t.Errorf("stall reported with Waiting %d, want at least 1", w)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package uring
 import (
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -441,5 +442,63 @@ func TestWaitMoreThanCQ(t *testing.T) {
 	}
 	if got := reapN(t, r, total); len(got) != total {
 		t.Fatalf("reaped %d of %d", len(got), total)
+	}
+}
+
+// CQPending answers another goroutine (-race checks that it touches only
+// what the kernel shares): the completions posted and not released, and
+// those the kernel holds back as deferred task work.
+func TestCQPendingFromAnotherGoroutine(t *testing.T) {
+	needRing(t)
+	runtime.LockOSThread() // DEFER_TASKRUN: one issuer
+	defer runtime.UnlockOSThread()
+	r := newRing(t, 8, &Params{Flags: SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag})
+	pending := func() (uint32, bool) {
+		type answer struct {
+			posted uint32
+			held   bool
+		}
+		ch := make(chan answer)
+		go func() {
+			p, h := r.CQPending()
+			ch <- answer{p, h}
+		}()
+		a := <-ch
+		return a.posted, a.held
+	}
+	if p, h := pending(); p != 0 || h {
+		t.Fatalf("idle ring: CQPending = %d, %v", p, h)
+	}
+	// A timeout's completion is task work, which a DEFER_TASKRUN ring runs
+	// only when its issuer asks for completions: held, not posted.
+	ts := unix.NsecToTimespec(int64(time.Millisecond))
+	s := getSQE(t, r)
+	s.PrepTimeout(&ts, 0, 0)
+	s.SetUserData(1)
+	submit(t, r)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, h := pending()
+		if h {
+			if p != 0 {
+				t.Errorf("held completion counted as posted: %d", p)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("CQPending never reported the held completion")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c, err := r.PeekCQE() // runs the task work: the CQE is posted
+	if err != nil || c == nil {
+		t.Fatalf("PeekCQE = %v, %v", c, err)
+	}
+	if p, h := pending(); p != 1 || h {
+		t.Errorf("posted, not released: CQPending = %d, %v; want 1, false", p, h)
+	}
+	r.CQESeen(c)
+	if p, h := pending(); p != 0 || h {
+		t.Errorf("released: CQPending = %d, %v; want 0, false", p, h)
 	}
 }

@@ -17,6 +17,20 @@ func (r *Ring) CQReady() uint32 {
 	return atomic.LoadUint32(r.cq.ktail) - r.cq.head // load-acquire of the CQ tail
 }
 
+// CQPending reports the completions that wait for the ring's owner: how
+// many the kernel has posted in the CQ and the owner has not released, and
+// whether the kernel holds more back (task work that SetupTaskrunFlag
+// flags, or an overflow). Unlike CQReady and CQHeld it reads only the words
+// the kernel shares, with atomic loads, so a goroutine other than the
+// owner may call it (a watchdog looking at a worker's ring). It must not
+// run concurrently with Close, which unmaps those words: the caller orders
+// its calls before Close. CQEs released in a batch count as posted until
+// the batch ends.
+func (r *Ring) CQPending() (posted uint32, held bool) {
+	posted = atomic.LoadUint32(r.cq.ktail) - atomic.LoadUint32(r.cq.khead)
+	return posted, atomic.LoadUint32(r.sq.kflags)&(sqCQOverflow|sqTaskrun) != 0
+}
+
 // userReady is CQReady minus the internal wait-timeout CQEs among them.
 func (r *Ring) userReady() uint32 {
 	ready := r.CQReady()
