@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/faio-go/faio/modules/runtime"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -28,6 +29,12 @@ import (
 // An operation that finishes after Close began reports the "closed" error of
 // its kind (net.ErrClosed, fs.ErrClosed), whatever the kernel said: its
 // result is an artefact of the shutdown.
+//
+// A zero fdGuard (that of a zero-value File, Conn, Listener or UDPConn)
+// guards nothing: its fd 0 is not its own, so it grants no reference and
+// its close fails with os.ErrInvalid. state tells it apart: init stores
+// guardRef, and a guard that was closed keeps guardClosing, so only a
+// guard never initialised has state 0 (valid).
 type fdGuard struct {
 	state atomic.Uint64
 	fd    int
@@ -78,11 +85,17 @@ func (g *fdGuard) init(rt *runtime.Runtime, fd int, socket bool) {
 	g.state.Store(guardRef)
 }
 
-// incref takes a reference for an operation; false once Close has begun.
+// valid reports whether g was initialised (see fdGuard): false for the
+// zero fdGuard of a zero value, whose methods must then fail with
+// os.ErrInvalid without touching descriptor 0.
+func (g *fdGuard) valid() bool { return g.state.Load() != 0 }
+
+// incref takes a reference for an operation; false once Close has begun,
+// and for a zero fdGuard, which has no descriptor.
 func (g *fdGuard) incref() bool {
 	for {
 		s := g.state.Load()
-		if s&guardClosing != 0 {
+		if s&guardClosing != 0 || s == 0 {
 			return false
 		}
 		if g.state.CompareAndSwap(s, s+guardRef) {
@@ -123,11 +136,16 @@ var errAlreadyClosed = errors.New("faio/aio: descriptor already closed")
 // close begins closing, drops the owner's reference and waits until the
 // descriptor is closed, returning close(2)'s error. A second call returns
 // errAlreadyClosed. If ctx is done first, close returns ctx.Err(); the
-// descriptor is then closed by the last operation to finish.
+// descriptor is then closed by the last operation to finish. close of a
+// zero fdGuard returns os.ErrInvalid at once and changes nothing: it has
+// no owner's reference to drop, and no descriptor.
 func (g *fdGuard) close(ctx context.Context) error {
 	var s uint64
 	for {
 		s = g.state.Load()
+		if s == 0 {
+			return os.ErrInvalid
+		}
 		if s&guardClosing != 0 {
 			return errAlreadyClosed
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/faio-go/faio/modules/runtime"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,4 +162,31 @@ func TestStressOpLock(t *testing.T) {
 		t.Fatalf("lock left held=%v with %d waiters", l.held, len(l.waiters)-l.head)
 	}
 	t.Logf("%d acquired, %d cancelled while waiting", acquired.Load(), cancelled.Load())
+}
+
+// The guard of a zero value grants no reference, is not closing, and its
+// close fails at once without waiting, whoever calls it.
+func TestZeroFdGuard(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	check := func(ctx context.Context) error {
+		var g fdGuard
+		if g.incref() {
+			return errors.New("a zero fdGuard granted a reference")
+		}
+		if g.closing() {
+			return errors.New("a zero fdGuard is closing")
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		for range 2 {
+			if err := g.close(ctx); err != os.ErrInvalid {
+				return fmt.Errorf("close of a zero fdGuard = %v, want os.ErrInvalid", err)
+			}
+		}
+		if g.state.Load() != 0 || g.incref() {
+			return fmt.Errorf("close changed a zero fdGuard (state %d)", g.state.Load())
+		}
+		return nil
+	}
+	fromGoroutineAndTask(t, rt, check)
 }
