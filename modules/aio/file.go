@@ -24,6 +24,11 @@ import (
 // run one at a time, in the order they were called. The methods also work
 // from plain goroutines (the context then carries no task): each operation
 // is then the system call itself, in the goroutine, as with os.File.
+//
+// Files come from Open, Create and OpenFile. The zero File, and a nil
+// *File, is no file: every method fails at once with a *fs.PathError
+// wrapping os.ErrInvalid, Close too (and Name returns ""), without touching
+// any descriptor, as os.File's methods do on a nil *File.
 type File struct {
 	guard fdGuard
 	name  string
@@ -163,8 +168,18 @@ func syscallMode(perm fs.FileMode) uint32 {
 	return m
 }
 
-// Name returns the name the file was opened with.
-func (f *File) Name() string { return f.name }
+// Name returns the name the file was opened with ("" for a zero or nil
+// File).
+func (f *File) Name() string {
+	if f == nil {
+		return ""
+	}
+	return f.name
+}
+
+// ok reports whether f is a File that Open, Create or OpenFile made (open
+// or closed since), not a zero value or nil.
+func (f *File) ok() bool { return f != nil && f.guard.valid() }
 
 // errNegativeOffset is what os reports for a negative ReadAt/WriteAt offset.
 var errNegativeOffset = errors.New("negative offset")
@@ -174,6 +189,9 @@ var errNegativeOffset = errors.New("negative offset")
 // not use or move the file position and may run concurrently with any
 // other method.
 func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
+	if !f.ok() {
+		return 0, invalidFile("read")
+	}
 	if off < 0 {
 		return 0, pathError("readat", f.name, errNegativeOffset)
 	}
@@ -231,6 +249,9 @@ func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, trie
 // O_APPEND, Linux appends whatever the offset; os refuses that case with an
 // error, WriteAt leaves it to the kernel.)
 func (f *File) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
+	if !f.ok() {
+		return 0, invalidFile("write")
+	}
 	if off < 0 {
 		return 0, pathError("writeat", f.name, errNegativeOffset)
 	}
@@ -475,8 +496,12 @@ func (f *File) Seek(ctx context.Context, offset int64, whence int) (int64, error
 	return pos, nil
 }
 
-// lockPos takes the position lock and a reference on the descriptor.
+// lockPos takes the position lock and a reference on the descriptor. It
+// fails at once for a zero or nil File.
 func (f *File) lockPos(ctx context.Context, op string) error {
+	if !f.ok() {
+		return invalidFile(op)
+	}
 	if err := f.pos.lock(ctx); err != nil {
 		return pathError(op, f.name, err)
 	}
@@ -495,6 +520,9 @@ func (f *File) unlockPos(ctx context.Context) {
 // Sync commits the file's contents and metadata to stable storage
 // (fsync(2)), like os.File.Sync.
 func (f *File) Sync(ctx context.Context) error {
+	if !f.ok() {
+		return invalidFile("sync")
+	}
 	if !f.guard.incref() {
 		return pathError("sync", f.name, fs.ErrClosed)
 	}
@@ -512,6 +540,9 @@ func (f *File) Sync(ctx context.Context) error {
 // Stat returns the file's status through statx(2), like os.File.Stat; Sys
 // returns the *unix.Statx_t.
 func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
+	if !f.ok() {
+		return nil, invalidFile("stat")
+	}
 	if !f.guard.incref() {
 		return nil, pathError("stat", f.name, fs.ErrClosed)
 	}
@@ -529,6 +560,9 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 // Close. If ctx ends while Close waits, Close returns its error and the
 // descriptor is closed as soon as the last operation finishes.
 func (f *File) Close(ctx context.Context) error {
+	if !f.ok() {
+		return invalidFile("close")
+	}
 	err := f.guard.close(ctx)
 	switch {
 	case err == nil:

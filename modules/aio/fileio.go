@@ -11,6 +11,10 @@ import (
 // cannot be cancelled; called from a task, an operation suspends the task,
 // from a plain goroutine it blocks the goroutine. It is safe for concurrent
 // use as the File is.
+//
+// A FileIO of a zero or nil File, the zero FileIO and a nil *FileIO fail
+// every method at once as a zero File does: with a *fs.PathError wrapping
+// os.ErrInvalid.
 type FileIO struct{ f *File }
 
 var (
@@ -23,29 +27,34 @@ var (
 // IO returns f as the io interfaces.
 func (f *File) IO() *FileIO { return &FileIO{f: f} }
 
-// File returns the underlying File.
-func (x *FileIO) File() *File { return x.f }
+// File returns the underlying File (nil for a zero or nil FileIO).
+func (x *FileIO) File() *File {
+	if x == nil {
+		return nil
+	}
+	return x.f
+}
 
 // Read reads from the file position, like os.File.Read.
-func (x *FileIO) Read(b []byte) (int, error) { return x.f.Read(context.Background(), b) }
+func (x *FileIO) Read(b []byte) (int, error) { return x.File().Read(context.Background(), b) }
 
 // Write writes at the file position, like os.File.Write.
-func (x *FileIO) Write(b []byte) (int, error) { return x.f.Write(context.Background(), b) }
+func (x *FileIO) Write(b []byte) (int, error) { return x.File().Write(context.Background(), b) }
 
 // ReadAt reads at off, like os.File.ReadAt.
 func (x *FileIO) ReadAt(b []byte, off int64) (int, error) {
-	return x.f.ReadAt(context.Background(), b, off)
+	return x.File().ReadAt(context.Background(), b, off)
 }
 
 // WriteAt writes at off, like os.File.WriteAt.
 func (x *FileIO) WriteAt(b []byte, off int64) (int, error) {
-	return x.f.WriteAt(context.Background(), b, off)
+	return x.File().WriteAt(context.Background(), b, off)
 }
 
 // Seek sets the file position, like os.File.Seek.
 func (x *FileIO) Seek(offset int64, whence int) (int64, error) {
-	return x.f.Seek(context.Background(), offset, whence)
+	return x.File().Seek(context.Background(), offset, whence)
 }
 
 // Close closes the file.
-func (x *FileIO) Close() error { return x.f.Close(context.Background()) }
+func (x *FileIO) Close() error { return x.File().Close(context.Background()) }

@@ -35,6 +35,20 @@ func ioErr(syscallName string, res runtime.Result, submitErr error) error {
 	return nil
 }
 
+// A zero File, Conn, Listener or UDPConn, and a nil pointer to one, names
+// no descriptor (its fdGuard is zero: see fdGuard.valid). Each of its
+// methods fails at once with an error of the type's form wrapping
+// os.ErrInvalid, as os.File's methods do on a nil *File, and never reaches
+// descriptor 0, the number the zero value holds. The value has no name,
+// network or address for the error to carry.
+
+// invalidFile is the error of File method op on a zero or nil File.
+func invalidFile(op string) error { return pathError(op, "", os.ErrInvalid) }
+
+// invalidSocket is the error of socket method op on a zero or nil Conn,
+// Listener or UDPConn, or an adapter around one.
+func invalidSocket(op string) error { return netError(op, "", nil, nil, os.ErrInvalid) }
+
 // pathError wraps err for a file operation.
 func pathError(op, path string, err error) error {
 	return &fs.PathError{Op: op, Path: path, Err: err}
