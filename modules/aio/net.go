@@ -204,6 +204,11 @@ func sockname(fd int) (netip.AddrPort, error) {
 // Listener is a listening stream socket, TCP or Unix domain. Accept runs
 // on the io_uring of the calling task's worker. A Listener is safe for
 // concurrent use; several tasks may Accept at once.
+//
+// Listeners come from Listen and ListenConfig.Listen. The zero Listener,
+// and a nil *Listener, is no socket: Accept and Close fail at once with a
+// *net.OpError wrapping os.ErrInvalid, Addr returns nil, and none touches
+// any descriptor.
 type Listener struct {
 	guard   fdGuard
 	network string
@@ -363,14 +368,27 @@ func (lc ListenConfig) setReusePort(fd int) error {
 }
 
 // Addr returns the address the listener is bound to: a *net.TCPAddr, with
-// the port the kernel picked for port 0, or a *net.UnixAddr.
-func (l *Listener) Addr() net.Addr { return l.addr }
+// the port the kernel picked for port 0, or a *net.UnixAddr (nil for a
+// zero or nil Listener).
+func (l *Listener) Addr() net.Addr {
+	if l == nil {
+		return nil
+	}
+	return l.addr
+}
+
+// ok reports whether l is a Listener that Listen made (open or closed
+// since), not a zero value or nil.
+func (l *Listener) ok() bool { return l != nil && l.guard.valid() }
 
 // Accept waits for the next connection and returns it, like
 // net.Listener.Accept. Cancelling ctx cancels the wait (the error wraps
 // ctx.Err()); after Close, Accept fails with net.ErrClosed, and so does an
 // Accept in progress when Close is called.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	if !l.ok() {
+		return nil, invalidSocket("accept")
+	}
 	// Accepts take turns, as net.Listener's do: those that wait in the
 	// netpoller share the File's read deadline.
 	if err := l.al.lock(ctx); err != nil {
@@ -452,6 +470,9 @@ func localAddr(fd int, network string) (net.Addr, error) {
 // Close of a Unix listener bound to a file removes that file first, unless
 // SetUnlinkOnClose(false) was called.
 func (l *Listener) Close(ctx context.Context) error {
+	if !l.ok() {
+		return invalidSocket("close")
+	}
 	if l.path != "" && !l.guard.closing() {
 		l.unlinkOnce.Do(func() {
 			if l.unlink.Load() {
@@ -466,8 +487,13 @@ func (l *Listener) Close(ctx context.Context) error {
 
 // SetUnlinkOnClose sets whether Close removes the socket file of a Unix
 // listener (it does by default, for a listener Listen created), like
-// net.UnixListener.SetUnlinkOnClose. It does nothing for other listeners.
-func (l *Listener) SetUnlinkOnClose(unlink bool) { l.unlink.Store(unlink) }
+// net.UnixListener.SetUnlinkOnClose. It does nothing for other listeners,
+// nor for a nil one.
+func (l *Listener) SetUnlinkOnClose(unlink bool) {
+	if l != nil {
+		l.unlink.Store(unlink)
+	}
+}
 
 // closeErr is the error of a socket's Close.
 func closeErr(err error, network string, laddr, raddr net.Addr) error {

@@ -174,6 +174,12 @@ func (s *sock) close(ctx context.Context) error {
 // goroutines may share a Conn. On TCP connections TCP_NODELAY is on, as in
 // package net; TCP's own options (SetNoDelay, SetKeepAlivePeriod) fail on
 // a Unix connection with an error matching syscall.EOPNOTSUPP.
+//
+// Conns come from Dial and Listener.Accept. The zero Conn, and a nil
+// *Conn, is no connection: every method that returns an error fails at
+// once with a *net.OpError wrapping os.ErrInvalid (Close and Set* too,
+// whatever their arguments), LocalAddr and RemoteAddr return nil, and none
+// touches any descriptor.
 type Conn struct {
 	sock
 	noZC atomic.Bool // the kernel refused zero-copy sends on this socket
@@ -200,11 +206,18 @@ func newStreamConn(rt *runtime.Runtime, fd int, network string, laddr, raddr net
 	return c
 }
 
+// ok reports whether c is a Conn that Dial or Accept made (open or closed
+// since), not a zero value or nil.
+func (c *Conn) ok() bool { return c != nil && c.guard.valid() }
+
 // Read reads up to len(b) bytes with one recv: it returns what the kernel
 // has (at least one byte), or 0 and io.EOF once the peer has closed its
 // side, like net.Conn.Read. A Read in progress when Close is called
 // returns net.ErrClosed promptly.
 func (c *Conn) Read(ctx context.Context, b []byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("read")
+	}
 	return c.read(ctx, b)
 }
 
@@ -220,6 +233,9 @@ func (c *Conn) Read(ctx context.Context, b []byte) (int, error) {
 // being served, as net/http's background read does, without taking the
 // client's next request from the connection.
 func (c *Conn) Peek(ctx context.Context, b []byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("read")
+	}
 	if len(b) == 0 {
 		return c.noBytes("read")
 	}
@@ -235,6 +251,9 @@ func (c *Conn) Peek(ctx context.Context, b []byte) (int, error) {
 // if it ended part way, and otherwise n < len(b) only with an error. The
 // kernel fills b with as few requests as it can (MSG_WAITALL).
 func (c *Conn) ReadFull(ctx context.Context, b []byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("read")
+	}
 	if len(b) == 0 {
 		return c.noBytes("read")
 	}
@@ -252,6 +271,9 @@ func (c *Conn) ReadFull(ctx context.Context, b []byte) (int, error) {
 // error. Writes to a connection the peer reset fail with an error matching
 // syscall.EPIPE or syscall.ECONNRESET, never with a signal.
 func (c *Conn) Write(ctx context.Context, b []byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("write")
+	}
 	return c.write(ctx, b)
 }
 
@@ -276,6 +298,9 @@ func (c *Conn) Write(ctx context.Context, b []byte) (int, error) {
 // gives up after tcp_retries2, about 15 minutes) holds WriteZC that long:
 // use it toward peers that keep reading, and Write elsewhere.
 func (c *Conn) WriteZC(ctx context.Context, b []byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("write")
+	}
 	if len(b) == 0 {
 		return c.noBytes("write")
 	}
@@ -303,6 +328,9 @@ func (c *Conn) WriteZC(ctx context.Context, b []byte) (int, error) {
 // NetConn writes buffer by buffer, since package net keeps its own
 // batching interface unexported.
 func (c *Conn) Writev(ctx context.Context, bufs [][]byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("writev")
+	}
 	n, err := c.vecXfer(ctx, &c.wl, &c.wvec, uring.OpWritev, bufs, true)
 	if err != nil {
 		err = c.opError("writev", err)
@@ -315,6 +343,9 @@ func (c *Conn) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 // Read it returns what the kernel has, at least one byte, or 0 and io.EOF
 // once the peer has closed its side.
 func (c *Conn) Readv(ctx context.Context, bufs [][]byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("readv")
+	}
 	n, err := c.vecXfer(ctx, &c.rl, &c.rvec, uring.OpReadv, bufs, false)
 	if err != nil && err != io.EOF {
 		err = c.opError("readv", err)
@@ -378,10 +409,20 @@ func (c *Conn) vecXfer(ctx context.Context, l *opLock, op *vecOp, opcode uring.O
 
 // CloseWrite shuts down the sending side (the peer reads io.EOF), like
 // net.TCPConn.CloseWrite; reading goes on.
-func (c *Conn) CloseWrite(ctx context.Context) error { return c.shutdown(ctx, unix.SHUT_WR) }
+func (c *Conn) CloseWrite(ctx context.Context) error {
+	if !c.ok() {
+		return invalidSocket("close")
+	}
+	return c.shutdown(ctx, unix.SHUT_WR)
+}
 
 // CloseRead shuts down the receiving side, like net.TCPConn.CloseRead.
-func (c *Conn) CloseRead(ctx context.Context) error { return c.shutdown(ctx, unix.SHUT_RD) }
+func (c *Conn) CloseRead(ctx context.Context) error {
+	if !c.ok() {
+		return invalidSocket("close")
+	}
+	return c.shutdown(ctx, unix.SHUT_RD)
+}
 
 // Close closes the connection, like net.Conn.Close. Reads and writes in
 // progress in other tasks return net.ErrClosed promptly (Close shuts the
@@ -389,17 +430,37 @@ func (c *Conn) CloseRead(ctx context.Context) error { return c.shutdown(ctx, uni
 // which Close waits for (or until ctx ends; the descriptor is then closed
 // by the last operation to finish). Later calls, of no bytes too, fail
 // with net.ErrClosed.
-func (c *Conn) Close(ctx context.Context) error { return c.close(ctx) }
+func (c *Conn) Close(ctx context.Context) error {
+	if !c.ok() {
+		return invalidSocket("close")
+	}
+	return c.close(ctx)
+}
 
-// LocalAddr returns the local address, a *net.TCPAddr or *net.UnixAddr.
-func (c *Conn) LocalAddr() net.Addr { return c.laddr }
+// LocalAddr returns the local address, a *net.TCPAddr or *net.UnixAddr
+// (nil for a zero or nil Conn).
+func (c *Conn) LocalAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return c.laddr
+}
 
-// RemoteAddr returns the peer's address, a *net.TCPAddr or *net.UnixAddr.
-func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
+// RemoteAddr returns the peer's address, a *net.TCPAddr or *net.UnixAddr
+// (nil for a zero or nil Conn).
+func (c *Conn) RemoteAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return c.raddr
+}
 
 // SetNoDelay sets TCP_NODELAY: true (the default) sends small writes at
 // once, false lets the kernel coalesce them (Nagle's algorithm).
 func (c *Conn) SetNoDelay(noDelay bool) error {
+	if !c.ok() {
+		return invalidSocket("set")
+	}
 	return c.setsockopt(unix.IPPROTO_TCP, unix.TCP_NODELAY, boolInt(noDelay))
 }
 
@@ -408,6 +469,9 @@ func (c *Conn) SetNoDelay(noDelay bool) error {
 // sec == 0 discards it and resets the connection, sec > 0 sends it in the
 // background for up to sec seconds and then resets.
 func (c *Conn) SetLinger(sec int) error {
+	if !c.ok() {
+		return invalidSocket("set")
+	}
 	if !c.guard.incref() {
 		return c.opError("set", net.ErrClosed)
 	}
@@ -426,6 +490,9 @@ const defaultKeepAlivePeriod = 15 * time.Second
 
 // SetKeepAlive turns TCP keep-alive probes on or off (off by default).
 func (c *Conn) SetKeepAlive(keepalive bool) error {
+	if !c.ok() {
+		return invalidSocket("set")
+	}
 	return c.setsockopt(unix.SOL_SOCKET, unix.SO_KEEPALIVE, boolInt(keepalive))
 }
 
@@ -435,6 +502,9 @@ func (c *Conn) SetKeepAlive(keepalive bool) error {
 // leaves both as they are; unlike it (since Go 1.23, which sets only the
 // idle time), the interval follows too. It does not turn keep-alive on.
 func (c *Conn) SetKeepAlivePeriod(d time.Duration) error {
+	if !c.ok() {
+		return invalidSocket("set")
+	}
 	switch {
 	case d < 0:
 		return nil

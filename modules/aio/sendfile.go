@@ -122,9 +122,13 @@ var errNotRegular = errors.New("not a regular file")
 // file system that can splice and sendfile (most can; some files of /proc
 // make SendFile fail with an error matching syscall.EINVAL, and
 // NetConn.ReadFrom copy them through a buffer instead); an offset below 0
-// is an error.
+// is an error, and so is a zero or nil f (wrapping os.ErrInvalid).
 func (c *Conn) SendFile(ctx context.Context, f *File, off int64, n int64) (int64, error) {
 	switch {
+	case !c.ok():
+		return 0, invalidSocket("sendfile")
+	case !f.ok():
+		return 0, c.opError("sendfile", invalidFile("sendfile"))
 	case off < 0:
 		return 0, c.opError("sendfile", pathError("sendfile", f.name, errNegativeOffset))
 	case !f.regular:
@@ -281,6 +285,9 @@ func (p *splicePipe) close() {
 // splice nor sendfile (EINVAL, as some of /proc and /sys) are copied with
 // io.Copy's buffer, through Write. The end of r is not an error.
 func (n *NetConn) ReadFrom(r io.Reader) (int64, error) {
+	if !n.ok() {
+		return 0, invalidSocket("readfrom")
+	}
 	var limit int64 = -1
 	lr, _ := r.(*io.LimitedReader)
 	src := r
@@ -290,7 +297,7 @@ func (n *NetConn) ReadFrom(r io.Reader) (int64, error) {
 		}
 		src, limit = lr.R, lr.N
 	}
-	if x, ok := src.(*FileIO); ok && x.f.regular {
+	if x, ok := src.(*FileIO); ok && x.File().ok() && x.f.regular {
 		sent, handled, err := n.sendFile(x.f, limit)
 		if lr != nil {
 			lr.N -= sent

@@ -165,6 +165,11 @@ func deadlineErr(ctx context.Context, err error, op, network string, source, add
 // file with Conn.SendFile (see ReadFrom). It cannot join package net's
 // batched writes, whose interface is unexported: (*net.Buffers).WriteTo
 // calls Write once per buffer; NetConn.Writev writes them with one writev.
+//
+// A NetConn of a zero or nil Conn, the zero NetConn and a nil *NetConn fail
+// every method that returns an error at once, as a zero Conn does: with a
+// *net.OpError wrapping os.ErrInvalid (Close and the Set*Deadline methods
+// too; no timer is armed). LocalAddr and RemoteAddr return nil.
 type NetConn struct {
 	c      *Conn
 	rd, wd deadline
@@ -176,11 +181,22 @@ var _ net.Conn = (*NetConn)(nil)
 // deadlines of its own: keep the one you set deadlines on.
 func (c *Conn) NetConn() *NetConn { return &NetConn{c: c} }
 
-// Conn returns the underlying Conn.
-func (n *NetConn) Conn() *Conn { return n.c }
+// Conn returns the underlying Conn (nil for a zero or nil NetConn).
+func (n *NetConn) Conn() *Conn {
+	if n == nil {
+		return nil
+	}
+	return n.c
+}
+
+// ok reports whether n is the adapter of a Conn that Dial or Accept made.
+func (n *NetConn) ok() bool { return n != nil && n.c.ok() }
 
 // Read reads like net.Conn.Read: io.EOF once the peer closed its side.
 func (n *NetConn) Read(b []byte) (int, error) {
+	if !n.ok() {
+		return 0, invalidSocket("read")
+	}
 	ctx := n.rd.context()
 	r, err := n.c.Read(ctx, b)
 	return r, expired(ctx, err, "read", n.c.network, n.c.laddr, n.c.raddr)
@@ -188,6 +204,9 @@ func (n *NetConn) Read(b []byte) (int, error) {
 
 // Write writes all of b, like net.Conn.Write.
 func (n *NetConn) Write(b []byte) (int, error) {
+	if !n.ok() {
+		return 0, invalidSocket("write")
+	}
 	ctx := n.wd.context()
 	w, err := n.c.Write(ctx, b)
 	if len(b) == 0 && err == nil {
@@ -206,6 +225,9 @@ func (n *NetConn) Write(b []byte) (int, error) {
 // holds a response's header and body in separate buffers sends them in one
 // system call (or one ring entry) instead of two.
 func (n *NetConn) Writev(bufs [][]byte) (int, error) {
+	if !n.ok() {
+		return 0, invalidSocket("writev")
+	}
 	ctx := n.wd.context()
 	w, err := n.c.Writev(ctx, bufs)
 	if err == nil && w == 0 && buffersLen(bufs) == 0 {
@@ -228,26 +250,32 @@ func buffersLen(bufs [][]byte) int {
 // Close closes the connection; operations in flight fail with
 // net.ErrClosed.
 func (n *NetConn) Close() error {
+	if !n.ok() {
+		return invalidSocket("close")
+	}
 	n.rd.stop()
 	n.wd.stop()
 	return n.c.Close(context.Background())
 }
 
 // CloseWrite shuts down the sending side, like net.TCPConn.CloseWrite.
-func (n *NetConn) CloseWrite() error { return n.c.CloseWrite(context.Background()) }
+func (n *NetConn) CloseWrite() error { return n.Conn().CloseWrite(context.Background()) }
 
 // CloseRead shuts down the receiving side, like net.TCPConn.CloseRead.
-func (n *NetConn) CloseRead() error { return n.c.CloseRead(context.Background()) }
+func (n *NetConn) CloseRead() error { return n.Conn().CloseRead(context.Background()) }
 
 // LocalAddr returns the local address.
-func (n *NetConn) LocalAddr() net.Addr { return n.c.LocalAddr() }
+func (n *NetConn) LocalAddr() net.Addr { return n.Conn().LocalAddr() }
 
 // RemoteAddr returns the peer's address.
-func (n *NetConn) RemoteAddr() net.Addr { return n.c.RemoteAddr() }
+func (n *NetConn) RemoteAddr() net.Addr { return n.Conn().RemoteAddr() }
 
 // SetDeadline sets the read and write deadlines. After Close it fails
 // with an error matching net.ErrClosed, as net.Conn's does.
 func (n *NetConn) SetDeadline(t time.Time) error {
+	if !n.ok() {
+		return invalidSocket("set")
+	}
 	if !n.rd.set(t, &n.c.guard) || !n.wd.set(t, &n.c.guard) {
 		return setClosed(&n.c.sock)
 	}
@@ -257,6 +285,9 @@ func (n *NetConn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets the deadline of Read, including Reads already
 // waiting; the zero time clears it.
 func (n *NetConn) SetReadDeadline(t time.Time) error {
+	if !n.ok() {
+		return invalidSocket("set")
+	}
 	if !n.rd.set(t, &n.c.guard) {
 		return setClosed(&n.c.sock)
 	}
@@ -266,6 +297,9 @@ func (n *NetConn) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets the deadline of Write, including Writes already
 // waiting; the zero time clears it.
 func (n *NetConn) SetWriteDeadline(t time.Time) error {
+	if !n.ok() {
+		return invalidSocket("set")
+	}
 	if !n.wd.set(t, &n.c.guard) {
 		return setClosed(&n.c.sock)
 	}
@@ -281,6 +315,12 @@ func setClosed(s *sock) error {
 
 // NetListener is a Listener as a net.Listener: Accept returns *NetConn
 // values, so http.Serve and gRPC servers can run on faio connections.
+//
+// A NetListener of a zero or nil Listener, the zero NetListener and a nil
+// *NetListener fail Accept and Close at once, as a zero Listener does,
+// with a *net.OpError wrapping os.ErrInvalid; SetDeadline returns
+// os.ErrInvalid itself (as net.TCPListener's returns its errors bare) and
+// Addr returns nil.
 type NetListener struct {
 	l  *Listener
 	ad deadline
@@ -294,6 +334,9 @@ func (l *Listener) NetListener() *NetListener { return &NetListener{l: l} }
 // Accept waits for the next connection, like net.Listener.Accept; after
 // Close it fails with an error matching net.ErrClosed.
 func (n *NetListener) Accept() (net.Conn, error) {
+	if !n.ok() {
+		return nil, invalidSocket("accept")
+	}
 	ctx := n.ad.context()
 	c, err := n.l.Accept(ctx)
 	if err != nil {
@@ -306,6 +349,9 @@ func (n *NetListener) Accept() (net.Conn, error) {
 // Close it fails with net.ErrClosed itself, as net.TCPListener's and
 // net.UnixListener's do.
 func (n *NetListener) SetDeadline(t time.Time) error {
+	if !n.ok() {
+		return os.ErrInvalid
+	}
 	if !n.ad.set(t, &n.l.guard) {
 		return net.ErrClosed
 	}
@@ -314,15 +360,31 @@ func (n *NetListener) SetDeadline(t time.Time) error {
 
 // Close stops listening; an Accept in progress fails.
 func (n *NetListener) Close() error {
+	if !n.ok() {
+		return invalidSocket("close")
+	}
 	n.ad.stop()
 	return n.l.Close(context.Background())
 }
 
+// ok reports whether n is the adapter of a Listener that Listen made.
+func (n *NetListener) ok() bool { return n != nil && n.l.ok() }
+
 // Addr returns the listening address.
-func (n *NetListener) Addr() net.Addr { return n.l.Addr() }
+func (n *NetListener) Addr() net.Addr {
+	if n == nil {
+		return nil
+	}
+	return n.l.Addr()
+}
 
 // NetPacketConn is a UDPConn as a net.PacketConn, with package net's
 // deadline rules (see NetConn).
+//
+// A NetPacketConn of a zero or nil UDPConn, the zero NetPacketConn and a
+// nil *NetPacketConn fail every method that returns an error at once, as a
+// zero UDPConn does, with a *net.OpError wrapping os.ErrInvalid; LocalAddr
+// returns nil.
 type NetPacketConn struct {
 	c      *UDPConn
 	rd, wd deadline
@@ -333,8 +395,15 @@ var _ net.PacketConn = (*NetPacketConn)(nil)
 // NetPacketConn returns c as a net.PacketConn.
 func (c *UDPConn) NetPacketConn() *NetPacketConn { return &NetPacketConn{c: c} }
 
+// ok reports whether n is the adapter of a UDPConn that ListenUDP or
+// DialUDP made.
+func (n *NetPacketConn) ok() bool { return n != nil && n.c.ok() }
+
 // ReadFrom reads one datagram and returns its sender as a *net.UDPAddr.
 func (n *NetPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	if !n.ok() {
+		return 0, nil, invalidSocket("read")
+	}
 	ctx := n.rd.context()
 	r, from, err := n.c.ReadFrom(ctx, b)
 	if err != nil {
@@ -346,6 +415,9 @@ func (n *NetPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 // WriteTo sends b as one datagram to addr, a *net.UDPAddr (or any net.Addr
 // whose String is an ip:port).
 func (n *NetPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if !n.ok() {
+		return 0, invalidSocket("write")
+	}
 	var to netip.AddrPort
 	switch a := addr.(type) {
 	case *net.UDPAddr:
@@ -368,17 +440,28 @@ var errMissingAddress = errors.New("missing address")
 
 // Close closes the socket; operations in flight fail with net.ErrClosed.
 func (n *NetPacketConn) Close() error {
+	if !n.ok() {
+		return invalidSocket("close")
+	}
 	n.rd.stop()
 	n.wd.stop()
 	return n.c.Close(context.Background())
 }
 
 // LocalAddr returns the local address.
-func (n *NetPacketConn) LocalAddr() net.Addr { return n.c.LocalAddr() }
+func (n *NetPacketConn) LocalAddr() net.Addr {
+	if n == nil {
+		return nil
+	}
+	return n.c.LocalAddr()
+}
 
 // SetDeadline sets the read and write deadlines. After Close it fails
 // with an error matching net.ErrClosed, as net.UDPConn's does.
 func (n *NetPacketConn) SetDeadline(t time.Time) error {
+	if !n.ok() {
+		return invalidSocket("set")
+	}
 	if !n.rd.set(t, &n.c.guard) || !n.wd.set(t, &n.c.guard) {
 		return setClosed(&n.c.sock)
 	}
@@ -388,6 +471,9 @@ func (n *NetPacketConn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets the deadline of ReadFrom, including calls already
 // waiting.
 func (n *NetPacketConn) SetReadDeadline(t time.Time) error {
+	if !n.ok() {
+		return invalidSocket("set")
+	}
 	if !n.rd.set(t, &n.c.guard) {
 		return setClosed(&n.c.sock)
 	}
@@ -396,6 +482,9 @@ func (n *NetPacketConn) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline sets the deadline of WriteTo.
 func (n *NetPacketConn) SetWriteDeadline(t time.Time) error {
+	if !n.ok() {
+		return invalidSocket("set")
+	}
 	if !n.wd.set(t, &n.c.guard) {
 		return setClosed(&n.c.sock)
 	}

@@ -17,6 +17,11 @@ import (
 // for concurrent use in the same way: receives take turns, sends take
 // turns. A datagram longer than the buffer given to a read is truncated,
 // the rest discarded, as with net.UDPConn.
+//
+// UDPConns come from ListenUDP and DialUDP. The zero UDPConn, and a nil
+// *UDPConn, is no socket: every method that returns an error fails at once
+// with a *net.OpError wrapping os.ErrInvalid (Close too), LocalAddr and
+// RemoteAddr return nil, and none touches any descriptor.
 type UDPConn struct {
 	sock
 	family     int
@@ -120,10 +125,17 @@ func udpSocket(rt *runtime.Runtime, lc ListenConfig, network string, local, remo
 	return c, nil
 }
 
+// ok reports whether c is a UDPConn that ListenUDP or DialUDP made (open
+// or closed since), not a zero value or nil.
+func (c *UDPConn) ok() bool { return c != nil && c.guard.valid() }
+
 // ReadFrom receives one datagram into b and returns its length (truncated
 // to len(b)) and its sender, like net.UDPConn.ReadFromUDPAddrPort. On a
 // dual-stack socket IPv4 senders appear as IPv4-mapped IPv6 addresses.
 func (c *UDPConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
+	if !c.ok() {
+		return 0, netip.AddrPort{}, invalidSocket("read")
+	}
 	n, from, err := c.msgXfer(ctx, &c.rl, &c.rmsg, uring.OpRecvmsg, b, netip.AddrPort{})
 	if err != nil {
 		return n, from, c.opError("read", err)
@@ -136,6 +148,9 @@ func (c *UDPConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, 
 // (dual-stack) and IPv4-mapped addresses on IPv4 ones. On a connected
 // UDPConn it fails with net.ErrWriteToConnected.
 func (c *UDPConn) WriteTo(ctx context.Context, b []byte, addr netip.AddrPort) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("write")
+	}
 	if c.raddr != nil {
 		return 0, netError("write", c.network, c.laddr, net.UDPAddrFromAddrPort(addr), net.ErrWriteToConnected)
 	}
@@ -194,12 +209,18 @@ func (c *UDPConn) msgXfer(ctx context.Context, l *opLock, op *msgOp, opcode urin
 // Read receives one datagram from the connected peer into b (truncated to
 // len(b)), like net.UDPConn.Read.
 func (c *UDPConn) Read(ctx context.Context, b []byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("read")
+	}
 	return c.read(ctx, b)
 }
 
 // Write sends b as one datagram to the connected peer, like
 // net.UDPConn.Write.
 func (c *UDPConn) Write(ctx context.Context, b []byte) (int, error) {
+	if !c.ok() {
+		return 0, invalidSocket("write")
+	}
 	return c.write(ctx, b)
 }
 
@@ -207,11 +228,27 @@ func (c *UDPConn) Write(ctx context.Context, b []byte) (int, error) {
 // in other tasks return net.ErrClosed promptly, and the descriptor is
 // closed once none uses it (see Conn.Close). Later calls, of no bytes too,
 // fail with net.ErrClosed.
-func (c *UDPConn) Close(ctx context.Context) error { return c.close(ctx) }
+func (c *UDPConn) Close(ctx context.Context) error {
+	if !c.ok() {
+		return invalidSocket("close")
+	}
+	return c.close(ctx)
+}
 
-// LocalAddr returns the local address, a *net.UDPAddr.
-func (c *UDPConn) LocalAddr() net.Addr { return c.laddr }
+// LocalAddr returns the local address, a *net.UDPAddr (nil for a zero or
+// nil UDPConn).
+func (c *UDPConn) LocalAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return c.laddr
+}
 
 // RemoteAddr returns the connected peer's address (a *net.UDPAddr), or nil
-// for a socket made by ListenUDP.
-func (c *UDPConn) RemoteAddr() net.Addr { return c.raddr }
+// for a socket made by ListenUDP (and for a zero or nil UDPConn).
+func (c *UDPConn) RemoteAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return c.raddr
+}
