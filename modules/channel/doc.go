@@ -18,7 +18,8 @@
 // wait is cancelled. Every wait honours its context: when
 // ctx ends the operation leaves the queue and returns ctx.Err() having
 // moved nothing, unless a peer completed it first, in which case it
-// succeeds.
+// succeeds. A nil context is refused with runtime.ErrNilContext before
+// anything moves.
 //
 // # How a value travels
 //

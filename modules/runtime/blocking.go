@@ -30,8 +30,12 @@ import (
 // cancelled (context.Background()) Close waits for f.
 //
 // From a plain goroutine, Blocking calls f directly (unless ctx has ended).
+// A nil ctx is refused with ErrNilContext, without calling f.
 func Blocking[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	var zero T
+	if ctx == nil {
+		return zero, ErrNilContext
+	}
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}

@@ -14,7 +14,13 @@ type runtimeKey struct{}
 //
 //	ctx := runtime.WithRuntime(context.Background(), rt)
 //	f, err := aio.Open(ctx, "data.bin") // from main, say
+//
+// Given a nil ctx it returns nil, which the calls it would be given refuse
+// (with ErrNilContext), where context.WithValue would panic.
 func WithRuntime(ctx context.Context, rt *Runtime) context.Context {
+	if ctx == nil {
+		return nil
+	}
 	return context.WithValue(ctx, runtimeKey{}, rt)
 }
 

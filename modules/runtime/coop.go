@@ -14,7 +14,9 @@ const CoopBudget = 128
 // on operations that fail at once because it was cancelled, cannot starve
 // the other tasks of its worker. The budget refills whenever the task is
 // resumed. Outside a task, or with a context that is not the task's own
-// (nor derived from it), Consume charges nothing. It returns ctx.Err().
+// (nor derived from it), Consume charges nothing. It returns ctx.Err(), or
+// ErrNilContext for a nil ctx: so every primitive that starts with Consume
+// refuses a nil context before it does anything.
 func Consume(ctx context.Context) error {
 	// The common case, in direct calls: ctx is the task's own context and
 	// the caller is that task.
@@ -39,6 +41,10 @@ func (t *Task) charge() bool {
 // consumeSlow is Consume for a context derived from the task's, or a
 // caller that is not the task.
 func consumeSlow(ctx context.Context) error {
+	if ctx == nil {
+		// Here, off Consume's fast path, which falls through for nil.
+		return ErrNilContext
+	}
 	// Only the task's own context (or one derived from it) is charged:
 	// the general lookup of taskFor (coroOf, for every plain
 	// goroutine) would tax each goroutine-side channel or lock operation
@@ -55,10 +61,14 @@ func consumeSlow(ctx context.Context) error {
 // context.Background. It charges the budget of the task running on the
 // calling goroutine, found from the goroutine when ctx does not lead to
 // it (coroOf), and yields that task when the budget is spent.
-// Outside a task it charges nothing. It returns ctx.Err().
+// Outside a task it charges nothing. It returns ctx.Err(), or
+// ErrNilContext for a nil ctx.
 func ConsumeCurrent(ctx context.Context) error {
 	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
 		return Consume(ctx) // the fast path, without taskFor's lookups
+	}
+	if ctx == nil {
+		return ErrNilContext
 	}
 	if t := taskFor(ctx); t != nil && t.charge() {
 		return t.yieldSpent(ctx)

@@ -95,8 +95,11 @@ func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
 // reported true, ctx.Err() if ctx ends first, and ErrFDClosed if Close was
 // called before or during the wait, or the runtime closed. Several waits
 // may be under way at once; each readiness wakes all of those of its
-// direction.
+// direction. A nil ctx is refused with ErrNilContext, before try is called.
 func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	d := 0
 	if write {
 		d = 1

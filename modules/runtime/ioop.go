@@ -19,8 +19,12 @@ import (
 // Submit returns, whatever happened.
 //
 // Submit must be called from a task; from a plain goroutine use SubmitOn.
-// On the portable backend there is no ring: Submit returns ErrNoRing.
+// On the portable backend there is no ring: Submit returns ErrNoRing. A
+// nil ctx is refused with ErrNilContext; op does not start.
 func Submit(ctx context.Context, op Op) (Result, error) {
+	if ctx == nil {
+		return Result{}, ErrNilContext
+	}
 	t := taskFor(ctx)
 	if t == nil {
 		return Result{}, ErrNoRuntime
@@ -55,8 +59,12 @@ func Submit(ctx context.Context, op Op) (Result, error) {
 // SubmitOn runs op on rt from a plain goroutine (or any context): a task
 // is spawned to submit it (ErrNoRing at once on the portable backend), and
 // SubmitOn waits for that task, even when ctx
-// is cancelled, so op's memory is free again when it returns.
+// is cancelled, so op's memory is free again when it returns. A nil ctx is
+// refused with ErrNilContext; op does not start.
 func SubmitOn(ctx context.Context, rt *Runtime, op Op) (Result, error) {
+	if ctx == nil {
+		return Result{}, ErrNilContext
+	}
 	if taskFor(ctx) != nil {
 		return Submit(ctx, op)
 	}

@@ -29,6 +29,13 @@ var (
 	// as Open or Listen), so there is no runtime to use. Outside tasks,
 	// use SpawnOn and SubmitOn, and give I/O a context from WithRuntime.
 	ErrNoRuntime = errors.New("faio/runtime: the context carries no faio task: from a plain goroutine, spawn with SpawnOn(rt, fn) and submit with SubmitOn(ctx, rt, op)")
+	// ErrNilContext: a nil context.Context was given to a call that takes
+	// one (Sleep, Suspend, Join, Submit, Spawn, and the locks, channels
+	// and I/O built on them). The call does nothing: no lock is taken, no
+	// value sent or received, no task started. In a task, pass the task's
+	// context (or one derived from it); elsewhere, context.Background() or
+	// a context of your own.
+	ErrNilContext = errors.New("faio/runtime: nil context: pass the task's context, or context.Background() outside tasks")
 	// ErrGoexit: the task called runtime.Goexit (t.FailNow in a test, say).
 	ErrGoexit = errors.New("faio/runtime: task called runtime.Goexit")
 )

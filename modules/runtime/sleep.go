@@ -12,8 +12,13 @@ import (
 // it wakes no earlier than asked and, on an idle machine, within about one
 // TimerResolution after. It returns ctx.Err() at once if ctx is cancelled
 // first. Outside a task it sleeps the calling goroutine on a Go timer. A
-// zero or negative d returns ctx.Err() without waiting.
+// zero or negative d returns ctx.Err() without waiting. A nil ctx is
+// refused with ErrNilContext, as by every call of the runtime that takes a
+// context.
 func Sleep(ctx context.Context, d time.Duration) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -37,6 +42,9 @@ func Sleep(ctx context.Context, d time.Duration) error {
 
 // SleepUntil is Sleep until the instant deadline.
 func SleepUntil(ctx context.Context, deadline time.Time) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -76,6 +84,9 @@ func sleepGoroutine(ctx context.Context, deadline time.Time) error {
 // resuming the caller. It returns ctx.Err(). Outside a task it calls
 // runtime.Gosched.
 func Yield(ctx context.Context) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -198,7 +209,13 @@ func (iv *Interval) Reset() { iv.next = time.Now().Add(iv.period) }
 //	n, err := runtime.Timeout(ctx, time.Second, func(ctx context.Context) (int, error) {
 //		return conn.Read(ctx, buf)
 //	})
+//
+// A nil ctx is refused with ErrNilContext, without calling op.
 func Timeout[T any](ctx context.Context, d time.Duration, op func(context.Context) (T, error)) (T, error) {
+	if ctx == nil {
+		var zero T
+		return zero, ErrNilContext
+	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return op(ctx)

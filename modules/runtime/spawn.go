@@ -39,8 +39,14 @@ func failed[T any](err error) *JoinHandle[T] {
 // Join waits for the task to finish and returns its result. It returns
 // ctx.Err() if ctx is cancelled first (the task keeps running), and a
 // *PanicError if the task panicked. Join may be called any number of
-// times, from tasks and plain goroutines.
+// times, from tasks and plain goroutines. A nil ctx is refused with
+// ErrNilContext, even once the task has finished: the result stays for
+// the next Join.
 func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
+	if ctx == nil {
+		var zero T
+		return zero, ErrNilContext
+	}
 	if !h.task.has(flagJoined) {
 		h.task.flags.Or(flagJoined)
 	}
@@ -111,11 +117,15 @@ func (h *JoinHandle[T]) ID() uint64 { return h.task.id }
 // of the tree: cancelling ctx's task still cancels it (SpawnOn starts a
 // task outside every tree).
 //
-// When ctx carries no faio task, or the runtime is closed, Spawn returns a
-// handle whose Join fails with ErrNoRuntime or ErrClosed.
+// When ctx is nil, carries no faio task, or the runtime is closed, Spawn
+// returns a handle whose Join fails with ErrNilContext, ErrNoRuntime or
+// ErrClosed, and fn does not run.
 func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *JoinHandle[T] {
 	parent := Current(ctx)
 	if parent == nil {
+		if ctx == nil {
+			return failed[T](ErrNilContext)
+		}
 		return failed[T](ErrNoRuntime)
 	}
 	rt := parent.rt

@@ -270,7 +270,12 @@ func (w Waker) Wake() bool {
 // and ctx.Err() when ctx was cancelled first; the Waker's Wake then returns
 // false, so the primitive can skip it. A cancelled waiter's Waker may stay in
 // the primitive's list; primitives drop such entries when they meet them.
+//
+// A nil ctx is refused with ErrNilContext; register is not called.
 func Suspend(ctx context.Context, register func(Waker) bool) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	if t := taskFor(ctx); t != nil {
 		t.coro.kind = kindRegister
 		t.coro.register = register

@@ -34,7 +34,13 @@ type Cond struct {
 //
 // Relocking mu after a wake-up ignores ctx: it waits for mu however long it
 // takes, so that Wait can keep its promise to return with mu held.
+//
+// A nil ctx is refused with runtime.ErrNilContext (mu still held), before
+// pred is called: whether it would have waited does not matter.
 func (c *Cond) Wait(ctx context.Context, mu *Mutex, pred func() bool) error {
+	if ctx == nil {
+		return runtime.ErrNilContext
+	}
 	if pred == nil {
 		return c.wait(ctx, mu)
 	}

@@ -14,7 +14,8 @@
 // has already given up goes to the next waiter. Such a call also charges
 // the task's cooperative budget (runtime.Consume) when it completes at
 // once, so a task looping on always-ready operations still lets the other
-// tasks of its worker run.
+// tasks of its worker run. A nil context is refused with
+// runtime.ErrNilContext, before anything is locked, taken or counted.
 //
 // All primitives are built on runtime.Suspend, which calls a register
 // function on the worker only after the task has switched away: that is

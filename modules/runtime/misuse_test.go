@@ -1,0 +1,156 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Bad input (a nil context, a nil or zero *Runtime, a nil or zero
+// JoinHandle) gets a clear error and loses nothing: it never crashes the
+// process, hangs or spins.
+
+// catch calls f and turns a panic into an error, so that a crash of the
+// code under test fails the test instead of ending the test binary.
+func catch(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panicked: %v", r)
+		}
+	}()
+	return f()
+}
+
+// misuse is a call with bad input and a check of its error.
+type misuse struct {
+	name string
+	call func() error
+}
+
+// nilContextCalls are the runtime's entry points given a nil context; each
+// returns what should be ErrNilContext, having checked that nothing ran.
+func nilContextCalls(rt *Runtime) []misuse {
+	var nilCtx context.Context
+	noop := func(context.Context) (int, error) { return 1, nil }
+	calls := []misuse{
+		{"Consume", func() error { return Consume(nilCtx) }},
+		{"ConsumeCurrent", func() error { return ConsumeCurrent(nilCtx) }},
+		{"Suspend", func() error {
+			registered := false
+			err := Suspend(nilCtx, func(Waker) bool { registered = true; return false })
+			if registered {
+				return fmt.Errorf("register was called (and Suspend returned %v)", err)
+			}
+			return err
+		}},
+		{"Sleep", func() error { return Sleep(nilCtx, time.Millisecond) }},
+		{"Sleep(0)", func() error { return Sleep(nilCtx, 0) }},
+		{"SleepUntil", func() error { return SleepUntil(nilCtx, time.Now().Add(time.Millisecond)) }},
+		{"Yield", func() error { return Yield(nilCtx) }},
+		{"Interval.Tick", func() error {
+			iv, err := NewInterval(time.Millisecond, Burst)
+			if err != nil {
+				return err
+			}
+			_, err = iv.Tick(nilCtx)
+			return err
+		}},
+		{"Timeout", func() error {
+			ran := false
+			_, err := Timeout(nilCtx, time.Second, func(context.Context) (int, error) { ran = true; return 0, nil })
+			if ran {
+				return fmt.Errorf("op ran (and Timeout returned %v)", err)
+			}
+			return err
+		}},
+		{"Blocking", func() error {
+			ran := false
+			_, err := Blocking(nilCtx, func() (int, error) { ran = true; return 0, nil })
+			if ran {
+				return fmt.Errorf("f ran (and Blocking returned %v)", err)
+			}
+			return err
+		}},
+		{"Submit", func() error { _, err := Submit(nilCtx, nopOp{}); return err }},
+		{"SubmitOn", func() error { _, err := SubmitOn(nilCtx, rt, nopOp{}); return err }},
+		{"Spawn", func() error {
+			ran := false
+			h := Spawn(nilCtx, func(context.Context) (int, error) { ran = true; return 0, nil })
+			_, err := h.Join(context.Background())
+			if ran {
+				return fmt.Errorf("the task ran (and Join returned %v)", err)
+			}
+			return err
+		}},
+		{"Join", func() error {
+			// The result is not lost: a later Join with a context gets it.
+			h := SpawnOn(rt, noop)
+			_, err := h.Join(nilCtx)
+			if v, jerr := h.Join(context.Background()); v != 1 || jerr != nil {
+				return fmt.Errorf("Join(nil) = %v, then Join = %d, %v; want the result kept", err, v, jerr)
+			}
+			return err
+		}},
+		{"Join of a finished task", func() error {
+			h := SpawnOn(rt, noop)
+			<-h.Done()
+			_, err := h.Join(nilCtx)
+			return err
+		}},
+		{"WithRuntime", func() error {
+			// It returns the nil it was given, which the calls refuse.
+			if ctx := WithRuntime(nilCtx, rt); ctx != nil {
+				return fmt.Errorf("WithRuntime(nil, rt) = %v, want nil", ctx)
+			}
+			return ErrNilContext
+		}},
+		{"RunNext", func() error {
+			if RunNext(nilCtx) {
+				return errors.New("RunNext(nil) ran a task")
+			}
+			return ErrNilContext
+		}},
+	}
+	return calls
+}
+
+func checkMisuse(t *testing.T, where string, calls []misuse, errs []error, want error) {
+	t.Helper()
+	for i, c := range calls {
+		if !errors.Is(errs[i], want) {
+			t.Errorf("%s: %s = %v, want %v", where, c.name, errs[i], want)
+		}
+	}
+}
+
+func runMisuse(calls []misuse) []error {
+	errs := make([]error, len(calls))
+	for i, c := range calls {
+		errs[i] = catch(c.call)
+	}
+	return errs
+}
+
+// A nil context is refused with ErrNilContext, from a plain goroutine and
+// from a task (where it used to crash the process or fail the task with a
+// nil pointer dereference). The sync and channel primitives and package
+// aio go through these calls.
+func TestNilContextIsRefused(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	calls := nilContextCalls(rt)
+	checkMisuse(t, "from a goroutine", calls, runMisuse(calls), ErrNilContext)
+
+	errs, err := BlockOn(rt, func(ctx context.Context) ([]error, error) {
+		return runMisuse(calls), nil
+	})
+	if err != nil {
+		t.Fatalf("BlockOn: %v", err)
+	}
+	checkMisuse(t, "from a task", calls, errs, ErrNilContext)
+	if !strings.Contains(ErrNilContext.Error(), "nil context") {
+		t.Errorf("ErrNilContext = %q, want it to say nil context", ErrNilContext)
+	}
+}
