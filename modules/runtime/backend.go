@@ -57,8 +57,15 @@ func (rt *Runtime) fellBack(err error) {
 }
 
 // Backend returns the backend the runtime runs on: BackendIOUring or
-// BackendPortable, never BackendAuto.
-func (rt *Runtime) Backend() Backend { return rt.backend }
+// BackendPortable, never BackendAuto, but for a nil or zero Runtime (not
+// made by New), which runs on none: there it returns BackendAuto, the zero
+// Backend.
+func (rt *Runtime) Backend() Backend {
+	if rt == nil {
+		return BackendAuto
+	}
+	return rt.backend
+}
 
 // engine is a worker's driver: a driver.Ring on io_uring, a
 // driver.Portable otherwise.

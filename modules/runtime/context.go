@@ -16,10 +16,15 @@ type runtimeKey struct{}
 //	f, err := aio.Open(ctx, "data.bin") // from main, say
 //
 // Given a nil ctx it returns nil, which the calls it would be given refuse
-// (with ErrNilContext), where context.WithValue would panic.
+// (with ErrNilContext), where context.WithValue would panic. Given a nil
+// rt, or one not made by New (the zero Runtime), it returns a context that
+// names no runtime (I/O given it fails with ErrNoRuntime).
 func WithRuntime(ctx context.Context, rt *Runtime) context.Context {
 	if ctx == nil {
 		return nil
+	}
+	if !rt.usable() {
+		rt = nil
 	}
 	return context.WithValue(ctx, runtimeKey{}, rt)
 }

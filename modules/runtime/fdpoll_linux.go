@@ -64,7 +64,11 @@ var ErrFDClosed = errors.New("faio/runtime: wait on a closed FD")
 // operations Wait tries on it must not block (MSG_DONTWAIT on a socket).
 // It fails if the poller cannot be created or refuses fd (a regular file:
 // epoll supports sockets, pipes, eventfds and most character devices).
+// A nil rt, or one not made by New, is refused with ErrNilRuntime.
 func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
+	if !rt.usable() {
+		return nil, ErrNilRuntime
+	}
 	if rt.closing.Load() {
 		return nil, ErrClosed
 	}

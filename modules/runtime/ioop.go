@@ -60,10 +60,14 @@ func Submit(ctx context.Context, op Op) (Result, error) {
 // is spawned to submit it (ErrNoRing at once on the portable backend), and
 // SubmitOn waits for that task, even when ctx
 // is cancelled, so op's memory is free again when it returns. A nil ctx is
-// refused with ErrNilContext; op does not start.
+// refused with ErrNilContext, and a nil rt, or one not made by New, with
+// ErrNilRuntime (from a task too); op does not start.
 func SubmitOn(ctx context.Context, rt *Runtime, op Op) (Result, error) {
 	if ctx == nil {
 		return Result{}, ErrNilContext
+	}
+	if !rt.usable() {
+		return Result{}, ErrNilRuntime
 	}
 	if taskFor(ctx) != nil {
 		return Submit(ctx, op)

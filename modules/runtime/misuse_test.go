@@ -154,3 +154,68 @@ func TestNilContextIsRefused(t *testing.T) {
 		t.Errorf("ErrNilContext = %q, want it to say nil context", ErrNilContext)
 	}
 }
+
+// nilRuntimeCalls are the functions and methods taking or on a *Runtime,
+// given rt, nil or zero; each returns what should be ErrNilRuntime.
+func nilRuntimeCalls(rt *Runtime) []misuse {
+	fn := func(context.Context) (int, error) { return 1, nil }
+	return []misuse{
+		{"BlockOn", func() error { _, err := BlockOn(rt, fn); return err }},
+		{"WaitAll", func() error { _, err := WaitAll(rt, fn, fn); return err }},
+		{"WaitAll of nothing", func() error { _, err := WaitAll[int](rt); return err }},
+		{"SpawnOn", func() error {
+			h := SpawnOn(rt, fn)
+			select {
+			case <-h.Done():
+			default:
+				return errors.New("the handle SpawnOn returned is not done")
+			}
+			_, err := h.Join(context.Background())
+			return err
+		}},
+		{"SubmitOn", func() error { _, err := SubmitOn(context.Background(), rt, nopOp{}); return err }},
+		{"RegisterFD", func() error { _, err := rt.RegisterFD(0); return err }},
+		{"Close", func() error { return rt.Close() }},
+		{"Close again", func() error { return rt.Close() }},
+		{"Stats, Workers, Backend", func() error {
+			if s := rt.Stats(); s.Workers != 0 || s.Live != 0 || s.Spawned != 0 {
+				return fmt.Errorf("Stats = %+v, want zero counts", s)
+			}
+			if n := rt.Workers(); n != 0 {
+				return fmt.Errorf("Workers = %d, want 0", n)
+			}
+			_ = rt.Backend()
+			return ErrNilRuntime
+		}},
+		{"WithRuntime", func() error {
+			if got := RuntimeOf(WithRuntime(context.Background(), rt)); got != nil {
+				return fmt.Errorf("RuntimeOf(WithRuntime(ctx, rt)) = %p, want nil", got)
+			}
+			return ErrNilRuntime
+		}},
+	}
+}
+
+// A nil *Runtime, and the zero Runtime (not made by New), are refused with
+// ErrNilRuntime by every function and method that takes one, from a plain
+// goroutine and from a task.
+func TestNilOrZeroRuntimeIsRefused(t *testing.T) {
+	live := newRuntime(t, Config{Workers: 1})
+	for _, bad := range []struct {
+		name string
+		rt   *Runtime
+	}{{"nil", nil}, {"zero", new(Runtime)}} {
+		calls := nilRuntimeCalls(bad.rt)
+		checkMisuse(t, bad.name+" runtime, from a goroutine", calls, runMisuse(calls), ErrNilRuntime)
+
+		errs, err := BlockOn(live, func(ctx context.Context) ([]error, error) {
+			// BlockOn, WaitAll and Close refuse a bad rt before they
+			// check that they are not in a task (ErrOnWorker).
+			return runMisuse(calls), nil
+		})
+		if err != nil {
+			t.Fatalf("BlockOn: %v", err)
+		}
+		checkMisuse(t, bad.name+" runtime, from a task", calls, errs, ErrNilRuntime)
+	}
+}

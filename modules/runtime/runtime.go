@@ -36,12 +36,18 @@ var (
 	// context (or one derived from it); elsewhere, context.Background() or
 	// a context of your own.
 	ErrNilContext = errors.New("faio/runtime: nil context: pass the task's context, or context.Background() outside tasks")
+	// ErrNilRuntime: a nil *Runtime, or one not made by New (the zero
+	// Runtime), was given to BlockOn, WaitAll, SpawnOn or SubmitOn, or had
+	// Close or RegisterFD called on it. Nothing ran.
+	ErrNilRuntime = errors.New("faio/runtime: nil or zero *Runtime: make one with New")
 	// ErrGoexit: the task called runtime.Goexit (t.FailNow in a test, say).
 	ErrGoexit = errors.New("faio/runtime: task called runtime.Goexit")
 )
 
 // Runtime is a pool of workers running faio tasks. Create it with New and
-// release it with Close.
+// release it with Close. A nil *Runtime and the zero Runtime are not
+// usable: the functions and methods that take one return ErrNilRuntime
+// (Stats, Workers and Backend return zero values).
 type Runtime struct {
 	cfg     Config
 	workers []*worker
@@ -161,8 +167,17 @@ func (rt *Runtime) newWorker(id int) (*worker, error) {
 	return w, nil
 }
 
-// Workers returns the number of workers.
-func (rt *Runtime) Workers() int { return len(rt.workers) }
+// usable reports whether rt was made by New: neither nil nor the zero
+// Runtime, whose root New sets.
+func (rt *Runtime) usable() bool { return rt != nil && rt.root != nil }
+
+// Workers returns the number of workers (0 for a nil or zero Runtime).
+func (rt *Runtime) Workers() int {
+	if rt == nil {
+		return 0
+	}
+	return len(rt.workers)
+}
 
 // now is the time on the workers' timer wheels: time since New.
 func (rt *Runtime) now() time.Duration { return time.Since(rt.start) }
@@ -436,7 +451,12 @@ func (rt *Runtime) signalIdle() {
 // context that can never be cancelled (context.Background(),
 // context.WithoutCancel), which say that the wait must complete, run as
 // usual, such as a deferred Close of a connection.
+//
+// On a nil or zero Runtime (not made by New) Close returns ErrNilRuntime.
 func (rt *Runtime) Close() error {
+	if !rt.usable() {
+		return ErrNilRuntime
+	}
 	if onCoroutine() {
 		return ErrOnWorker
 	}

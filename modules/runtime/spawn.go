@@ -203,7 +203,12 @@ func chargeSpawn(cur *Task) {
 
 // SpawnOn starts fn as a new task on rt from any goroutine: it goes to the
 // global queue. The task is not part of any BlockOn; Close cancels it.
+// When rt is nil or not made by New, or closed, SpawnOn returns a handle
+// whose Join fails with ErrNilRuntime or ErrClosed, and fn does not run.
 func SpawnOn[T any](rt *Runtime, fn func(context.Context) (T, error)) *JoinHandle[T] {
+	if !rt.usable() {
+		return failed[T](ErrNilRuntime)
+	}
 	h := &JoinHandle[T]{fn: fn}
 	if !rt.newTask(&h.task, h, rt.root, context.Background(), nil) {
 		return failed[T](ErrClosed)
@@ -220,9 +225,14 @@ func SpawnOn[T any](rt *Runtime, fn func(context.Context) (T, error)) *JoinHandl
 // closed, or closes while BlockOn waits, it returns ErrClosed; if fn then
 // failed otherwise than by that cancellation (it panicked in its clean-up,
 // say), with fn's error joined to it (errors.Join), since nothing else
-// reports the failure of a root.
+// reports the failure of a root. A nil rt, or one not made by New (the zero
+// Runtime), is refused with ErrNilRuntime, from tasks too, and fn does not
+// run.
 func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
+	if !rt.usable() {
+		return zero, ErrNilRuntime
+	}
 	if onCoroutine() {
 		return zero, ErrOnWorker
 	}
@@ -275,8 +285,12 @@ func startRoot[T any](rt *Runtime, fn func(context.Context) (T, error)) (*JoinHa
 // finished. The error joins the tasks' errors (nil if none failed); it is
 // ErrClosed if rt closed before all of them could start or while they ran,
 // joined with the errors of those that failed otherwise than by the
-// cancellation.
+// cancellation. A nil rt, or one not made by New, is refused with
+// ErrNilRuntime, as by BlockOn.
 func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, error) {
+	if !rt.usable() {
+		return nil, ErrNilRuntime
+	}
 	if onCoroutine() {
 		return nil, ErrOnWorker
 	}

@@ -33,8 +33,11 @@ type WorkerStats struct {
 // instant, and the busiest ones (Spawned, Completed, Polls, so Live) are
 // published by each worker every 16 ticks of its loop and whenever it goes
 // to sleep: right after a burst of work they may lag until the workers
-// settle.
+// settle. A nil or zero Runtime (not made by New) has the zero Stats.
 func (rt *Runtime) Stats() Stats {
+	if !rt.usable() {
+		return Stats{}
+	}
 	s := Stats{
 		Backend:   rt.backend,
 		Workers:   len(rt.workers),
