@@ -219,3 +219,42 @@ func TestNilOrZeroRuntimeIsRefused(t *testing.T) {
 		checkMisuse(t, bad.name+" runtime, from a task", calls, errs, ErrNilRuntime)
 	}
 }
+
+// A zero or nil JoinHandle fails at once with ErrNilHandle: Join used to
+// wait for its context to end. Done is closed, Cancel does nothing, ID is 0.
+func TestZeroJoinHandleFailsAtOnce(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	check := func(where string, h *JoinHandle[int]) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err := catch(func() error {
+			if _, err := h.Join(ctx); !errors.Is(err, ErrNilHandle) {
+				return fmt.Errorf("Join = %v, want ErrNilHandle", err)
+			}
+			select {
+			case <-h.Done():
+			default:
+				return errors.New("Done is not closed")
+			}
+			h.Cancel()
+			if id := h.ID(); id != 0 {
+				return fmt.Errorf("ID = %d, want 0", id)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+		}
+	}
+	var nilHandle *JoinHandle[int]
+	check("zero handle, from a goroutine", new(JoinHandle[int]))
+	check("nil handle, from a goroutine", nilHandle)
+	if _, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		check("zero handle, from a task", new(JoinHandle[int]))
+		check("nil handle, from a task", nilHandle)
+		return 0, nil
+	}); err != nil {
+		t.Fatalf("BlockOn: %v", err)
+	}
+}

@@ -40,6 +40,10 @@ var (
 	// Runtime), was given to BlockOn, WaitAll, SpawnOn or SubmitOn, or had
 	// Close or RegisterFD called on it. Nothing ran.
 	ErrNilRuntime = errors.New("faio/runtime: nil or zero *Runtime: make one with New")
+	// ErrNilHandle: Join was called on a nil *JoinHandle, or on the zero
+	// JoinHandle (one that Spawn or SpawnOn did not return): there is no
+	// task to wait for.
+	ErrNilHandle = errors.New("faio/runtime: nil or zero JoinHandle: handles come from Spawn and SpawnOn")
 	// ErrGoexit: the task called runtime.Goexit (t.FailNow in a test, say).
 	ErrGoexit = errors.New("faio/runtime: task called runtime.Goexit")
 )

@@ -8,6 +8,10 @@ import (
 // JoinHandle is the handle of a spawned task: Join waits for its result,
 // Cancel cancels its context, Done reports completion to plain goroutines.
 // The task and its handle are one allocation.
+//
+// Handles come from Spawn and SpawnOn. A nil *JoinHandle and the zero
+// JoinHandle have no task: Join fails at once with ErrNilHandle, Done is
+// closed, Cancel does nothing and ID is 0.
 type JoinHandle[T any] struct {
 	task Task
 	fn   func(context.Context) (T, error)
@@ -41,8 +45,12 @@ func failed[T any](err error) *JoinHandle[T] {
 // *PanicError if the task panicked. Join may be called any number of
 // times, from tasks and plain goroutines. A nil ctx is refused with
 // ErrNilContext, even once the task has finished: the result stays for
-// the next Join.
+// the next Join. On a nil or zero handle Join returns ErrNilHandle at once.
 func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
+	if h.taskless() {
+		var zero T
+		return zero, ErrNilHandle
+	}
 	if ctx == nil {
 		var zero T
 		return zero, ErrNilContext
@@ -70,14 +78,31 @@ func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 	return h.val, h.err
 }
 
+// taskless reports whether h is nil or the zero JoinHandle: no task was
+// spawned with it. newTask names the runtime before the handle is
+// returned; a handle that failed to spawn has none but is completed.
+func (h *JoinHandle[T]) taskless() bool {
+	return h == nil || h.task.rt == nil && !h.task.has(flagCompleted)
+}
+
 // Cancel cancels the task's context. The task sees it at its next faio
 // blocking call (which returns ctx.Err()) or when it checks ctx.Err(). Once
 // Cancel returns, Err is non-nil for the task and for every task under it,
-// also when another cancellation of the task is under way.
-func (h *JoinHandle[T]) Cancel() { h.task.cancel(context.Canceled) }
+// also when another cancellation of the task is under way. On a nil or
+// zero handle it does nothing.
+func (h *JoinHandle[T]) Cancel() {
+	if h.taskless() {
+		return
+	}
+	h.task.cancel(context.Canceled)
+}
 
-// Done returns a channel closed once the task has finished.
+// Done returns a channel closed once the task has finished; for a nil or
+// zero handle, which has no task, a closed channel.
 func (h *JoinHandle[T]) Done() <-chan struct{} {
+	if h.taskless() {
+		return closedChan
+	}
 	t := &h.task
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -94,8 +119,14 @@ func (h *JoinHandle[T]) Done() <-chan struct{} {
 	return e.finishCh
 }
 
-// ID returns the task's id (0 for a task that could not be spawned).
-func (h *JoinHandle[T]) ID() uint64 { return h.task.id }
+// ID returns the task's id (0 for a task that could not be spawned, and
+// for a nil or zero handle).
+func (h *JoinHandle[T]) ID() uint64 {
+	if h == nil {
+		return 0
+	}
+	return h.task.id
+}
 
 // Spawn starts fn as a new task in the runtime of the task that ctx belongs
 // to, with ctx as its parent context: cancelling ctx cancels the new task.
