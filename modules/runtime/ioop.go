@@ -19,14 +19,20 @@ import (
 // Submit returns, whatever happened.
 //
 // Submit must be called from a task; from a plain goroutine use SubmitOn.
-// On the portable backend there is no ring: Submit returns ErrNoRing. A
-// nil ctx is refused with ErrNilContext; op does not start.
+// There it returns ErrNoRuntime, or, when ctx names a runtime (one from
+// WithRuntime, or a task's context handed to the goroutine), an error
+// saying so, for which errors.Is(err, ErrNoRuntime) holds too. On the
+// portable backend there is no ring: Submit returns ErrNoRing. A nil ctx
+// is refused with ErrNilContext; op does not start.
 func Submit(ctx context.Context, op Op) (Result, error) {
 	if ctx == nil {
 		return Result{}, ErrNilContext
 	}
 	t := taskFor(ctx)
 	if t == nil {
+		if RuntimeOf(ctx) != nil {
+			return Result{}, errSubmitNoTask
+		}
 		return Result{}, ErrNoRuntime
 	}
 	if t.rt.backend == BackendPortable {

@@ -258,3 +258,34 @@ func TestZeroJoinHandleFailsAtOnce(t *testing.T) {
 		t.Fatalf("BlockOn: %v", err)
 	}
 }
+
+// The error for a context that names no runtime says "from a plain
+// goroutine" once and names the calls as both the runtime and the faio
+// facade spell them (no package prefix). Spawn and Submit given a context
+// that names a runtime (WithRuntime) but is not a task's say what they
+// need instead of "no runtime".
+func TestNoRuntimeMessages(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	msg := ErrNoRuntime.Error()
+	if n := strings.Count(msg, "from a plain goroutine"); n != 1 {
+		t.Errorf("ErrNoRuntime says \"from a plain goroutine\" %d times: %q", n, msg)
+	}
+	for _, want := range []string{"SpawnOn(rt, fn)", "SubmitOn(ctx, rt, op)", "WithRuntime(ctx, rt)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("ErrNoRuntime = %q, want it to name %s", msg, want)
+		}
+	}
+	if strings.Contains(msg, "runtime.") {
+		t.Errorf("ErrNoRuntime = %q names the runtime package, which a facade user does not import", msg)
+	}
+
+	ctx := WithRuntime(context.Background(), rt)
+	_, err := Spawn(ctx, func(context.Context) (int, error) { return 0, nil }).Join(context.Background())
+	if !errors.Is(err, ErrNoRuntime) || !strings.Contains(err.Error(), "names a runtime") || !strings.Contains(err.Error(), "SpawnOn(rt, fn)") {
+		t.Errorf("Spawn with a context from WithRuntime: %v; want ErrNoRuntime saying the context names a runtime but is no task's, and pointing to SpawnOn", err)
+	}
+	_, err = Submit(ctx, nopOp{})
+	if !errors.Is(err, ErrNoRuntime) || !strings.Contains(err.Error(), "SubmitOn(ctx, rt, op)") || strings.Contains(err.Error(), "names no runtime") {
+		t.Errorf("Submit with a context from WithRuntime: %v; want ErrNoRuntime pointing to SubmitOn, not saying it names no runtime", err)
+	}
+}

@@ -24,11 +24,19 @@ var (
 	ErrOnWorker = errors.New("faio/runtime: BlockOn, WaitAll and Close wait for the runtime and cannot run in one of its tasks: " +
 		"inside a task, Spawn and Join the work instead of BlockOn; call Close from the goroutine that owns the runtime, " +
 		"after its BlockOn returns (or Cancel the tasks to end them)")
-	// ErrNoRuntime: a context that carries no faio task was given where a
-	// task's context is needed (Spawn, Submit, and the I/O functions such
-	// as Open or Listen), so there is no runtime to use. Outside tasks,
-	// use SpawnOn and SubmitOn, and give I/O a context from WithRuntime.
-	ErrNoRuntime = errors.New("faio/runtime: the context carries no faio task: from a plain goroutine, spawn with SpawnOn(rt, fn) and submit with SubmitOn(ctx, rt, op)")
+	// ErrNoRuntime: a context that names no runtime (it is neither a
+	// task's nor from WithRuntime) was given where one is needed: Spawn,
+	// Submit, and the I/O functions such as Open or Listen. From a plain
+	// goroutine, use SpawnOn and SubmitOn, and give I/O a context from
+	// WithRuntime.
+	//
+	// Spawn needs a task's context, and Submit must be called by a task,
+	// even when the context names a runtime (one from WithRuntime): their
+	// error then says so instead, and errors.Is(err, ErrNoRuntime) holds
+	// for it too.
+	ErrNoRuntime = errors.New("faio/runtime: the context names no runtime (it is neither a task's nor from WithRuntime): " +
+		"from a plain goroutine, spawn with SpawnOn(rt, fn), submit with SubmitOn(ctx, rt, op), " +
+		"and give I/O calls a context from WithRuntime(ctx, rt)")
 	// ErrNilContext: a nil context.Context was given to a call that takes
 	// one (Sleep, Suspend, Join, Submit, Spawn, and the locks, channels
 	// and I/O built on them). The call does nothing: no lock is taken, no
@@ -46,6 +54,27 @@ var (
 	ErrNilHandle = errors.New("faio/runtime: nil or zero JoinHandle: handles come from Spawn and SpawnOn")
 	// ErrGoexit: the task called runtime.Goexit (t.FailNow in a test, say).
 	ErrGoexit = errors.New("faio/runtime: task called runtime.Goexit")
+)
+
+// misplacedError is ErrNoRuntime for a context that names a runtime but
+// is not what the call needs (a task's): its message says so and what to
+// call instead, and errors.Is(err, ErrNoRuntime) holds.
+type misplacedError struct{ msg string }
+
+func (e *misplacedError) Error() string { return e.msg }
+
+// Unwrap returns ErrNoRuntime.
+func (e *misplacedError) Unwrap() error { return ErrNoRuntime }
+
+var (
+	// errSpawnNoTask: Spawn given a context that names a runtime but
+	// belongs to no task (WithRuntime's).
+	errSpawnNoTask error = &misplacedError{"faio/runtime: Spawn needs a task's context, and this one names a runtime but is not a task's " +
+		"(it is from WithRuntime): from a plain goroutine, spawn with SpawnOn(rt, fn)"}
+	// errSubmitNoTask: Submit called off a task with a context that names
+	// a runtime (WithRuntime's, or a task's handed to a goroutine).
+	errSubmitNoTask error = &misplacedError{"faio/runtime: Submit must be called by a task, and the context names a runtime " +
+		"but the caller is not its task: from a plain goroutine, submit with SubmitOn(ctx, rt, op)"}
 )
 
 // Runtime is a pool of workers running faio tasks. Create it with New and

@@ -148,14 +148,20 @@ func (h *JoinHandle[T]) ID() uint64 {
 // of the tree: cancelling ctx's task still cancels it (SpawnOn starts a
 // task outside every tree).
 //
-// When ctx is nil, carries no faio task, or the runtime is closed, Spawn
-// returns a handle whose Join fails with ErrNilContext, ErrNoRuntime or
-// ErrClosed, and fn does not run.
+// ctx must be a task's context, or derive from one: from a plain
+// goroutine, use SpawnOn. When ctx is nil, carries no faio task, or the
+// runtime is closed, Spawn returns a handle whose Join fails with
+// ErrNilContext, ErrNoRuntime or ErrClosed, and fn does not run. A
+// context from WithRuntime names a runtime but no task: Join's error
+// then says that, and errors.Is(err, ErrNoRuntime) holds for it.
 func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *JoinHandle[T] {
 	parent := Current(ctx)
 	if parent == nil {
-		if ctx == nil {
+		switch {
+		case ctx == nil:
 			return failed[T](ErrNilContext)
+		case RuntimeOf(ctx) != nil:
+			return failed[T](errSpawnNoTask)
 		}
 		return failed[T](ErrNoRuntime)
 	}
