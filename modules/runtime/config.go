@@ -15,8 +15,9 @@ type PanicPolicy int
 
 const (
 	// PanicReturn recovers the panic: the task's JoinHandle.Join returns a
-	// *PanicError carrying the value and stack, and the runtime and the
-	// other tasks keep running. It is the default.
+	// *PanicError carrying the value and stack (its Error is one line, the
+	// stack is its Stack field), and the runtime and the other tasks keep
+	// running. It is the default.
 	PanicReturn PanicPolicy = iota
 	// PanicCrash lets the panic propagate out of the worker, which ends the
 	// process as an unrecovered panic in a goroutine does.
@@ -113,10 +114,11 @@ type Config struct {
 	// first; a task that returns its own context's error after being
 	// cancelled has not failed. nil (the default) writes each one to the
 	// standard logger (log.Printf, so to stderr unless log.SetOutput says
-	// otherwise): "faio: task 7 failed and nobody joined it: ...". To
-	// silence it, set a hook that does nothing, or join the handle. It is
-	// called from the goroutine that ends the BlockOn, Close or from a
-	// cleanup goroutine; it must not block.
+	// otherwise): "faio: task 7 failed and nobody joined it: ...", and
+	// for a panic its stack after that line. To silence it, set a hook
+	// that does nothing, or join the handle. It is called from the
+	// goroutine that ends the BlockOn, Close or from a cleanup goroutine;
+	// it must not block.
 	OnTaskFailure func(TaskFailure)
 	// IOBackend chooses io_uring or the portable backend (default
 	// BackendAuto: io_uring where the kernel allows it). The environment

@@ -183,14 +183,19 @@ func onCoroutine() bool {
 	return coroOf(getg()) != nil
 }
 
-// PanicError is the error Join returns for a task that panicked.
+// PanicError is the error Join returns for a task that panicked. Its
+// message is one line, "faio task panicked: " and the value, fit for
+// log.Print; the stack is in Stack, for those who want it (the default
+// report of an unjoined failure, see Config.OnTaskFailure, prints it).
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the task's stack at the panic
 }
 
+// Error returns "faio task panicked: " and the panic value, without the
+// stack.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("faio task panicked: %v\n\n%s", e.Value, e.Stack)
+	return fmt.Sprintf("faio task panicked: %v", e.Value)
 }
 
 // Unwrap returns the panic value if it is an error.

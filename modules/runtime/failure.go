@@ -117,6 +117,13 @@ func (r *failureRec) report() {
 		hook(f)
 		return
 	}
+	// PanicError's message is one line: the stack, which whoever reads
+	// this log needs to find the panic, is printed after it.
+	var pe *PanicError
+	if errors.As(f.Err, &pe) {
+		log.Printf("faio: task %d failed and nobody joined it: %v\n\n%s", f.ID, f.Err, pe.Stack)
+		return
+	}
 	log.Printf("faio: task %d failed and nobody joined it: %v", f.ID, f.Err)
 }
 

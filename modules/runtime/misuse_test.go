@@ -289,3 +289,26 @@ func TestNoRuntimeMessages(t *testing.T) {
 		t.Errorf("Submit with a context from WithRuntime: %v; want ErrNoRuntime pointing to SubmitOn, not saying it names no runtime", err)
 	}
 }
+
+// PanicError's message is one line; the stack stays in its field (and
+// in the default report of an unjoined failure: see failure_test.go).
+func TestPanicErrorIsOneLine(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	boom := errors.New("boom")
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		return Spawn(ctx, func(context.Context) (int, error) { panic(boom) }).Join(ctx)
+	})
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("BlockOn = %v, want a *PanicError", err)
+	}
+	if got, want := pe.Error(), "faio task panicked: boom"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if !strings.Contains(string(pe.Stack), "misuse_test.go") {
+		t.Errorf("Stack does not hold the panicking frame:\n%s", pe.Stack)
+	}
+	if !errors.Is(err, boom) {
+		t.Errorf("errors.Is(err, boom) = false; Unwrap must still give the panic value")
+	}
+}
