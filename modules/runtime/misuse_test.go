@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +313,27 @@ func TestPanicErrorIsOneLine(t *testing.T) {
 	}
 	if !errors.Is(err, boom) {
 		t.Errorf("errors.Is(err, boom) = false; Unwrap must still give the panic value")
+	}
+}
+
+// Stats.Live is published in batches and may lag: its comment says so,
+// and says what to use for an exact count, so that nobody builds a leak
+// check on it that fails now and then.
+func TestStatsLiveDocSaysItLags(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "stats.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if field, ok := n.(*ast.Field); ok && len(field.Names) == 1 && field.Names[0].Name == "Live" {
+			doc = field.Doc.Text() + field.Comment.Text()
+		}
+		return true
+	})
+	for _, want := range []string{"lag", "Close"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the comment of Stats.Live, %q, does not mention %q", doc, want)
+		}
 	}
 }

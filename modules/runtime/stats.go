@@ -3,9 +3,17 @@ package runtime
 // Stats are counters of a runtime's activity since New. They are cheap
 // enough to keep on: each is written by one worker and summed on demand.
 type Stats struct {
-	Backend       Backend // BackendIOUring or BackendPortable
-	Workers       int
-	Live          int64  // tasks spawned and not finished
+	Backend Backend // BackendIOUring or BackendPortable
+	Workers int
+	// Live is Spawned minus Completed: the tasks spawned and not
+	// finished, as the workers last published their counts. It lags (see
+	// Stats): right after BlockOn returns it may still count tasks that
+	// have finished, so a leak check built on it fails now and then.
+	// There is no exact live count while the runtime runs; rely on what
+	// waits instead: BlockOn returns only once everything spawned under
+	// its root has finished, Join and Done tell of one task, and once
+	// Close has returned the counts are final (Live is 0).
+	Live          int64
 	Spawned       uint64 // tasks spawned (from tasks and from outside)
 	Completed     uint64 // tasks finished
 	Polls         uint64 // task resumptions
