@@ -337,3 +337,17 @@ func ExampleBlocking() {
 	fmt.Println(got, err)
 	// Output: job 1 <nil>
 }
+
+// A nil context (a variable never set, say) is refused with ErrNilContext,
+// and the call does nothing: no wait, no task started.
+func ExampleErrNilContext() {
+	var ctx context.Context // never set
+	err := runtime.Sleep(ctx, time.Millisecond)
+	fmt.Println(errors.Is(err, runtime.ErrNilContext))
+
+	_, err = runtime.Spawn(ctx, func(context.Context) (int, error) { return 1, nil }).Join(context.Background())
+	fmt.Println(err)
+	// Output:
+	// true
+	// faio/runtime: nil context: pass the task's context, or context.Background() outside tasks
+}
