@@ -31,4 +31,8 @@
 // the wait with ctx.Err(); an I/O operation is cancelled in the kernel and
 // returns only once the kernel is done with its buffer. A plain goroutine
 // names the runtime its I/O runs on with WithRuntime.
+//
+// Bad input gets an error, not a crash: a nil ctx ErrNilContext, a nil
+// *Runtime or the zero Runtime ErrNilRuntime, the zero JoinHandle
+// ErrNilHandle; the call does nothing.
 package faio

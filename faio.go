@@ -19,8 +19,10 @@ type (
 	// receives.
 	Task = runtime.Task
 	// JoinHandle is the handle of a spawned task: Join, Cancel, Done, ID.
+	// The zero JoinHandle has no task: its Join fails with ErrNilHandle.
 	JoinHandle[T any] = runtime.JoinHandle[T]
-	// Stats are a runtime's counters (Runtime.Stats).
+	// Stats are a runtime's counters (Runtime.Stats). They lag the
+	// workers: Live is no exact count of live tasks (see its comment).
 	Stats = runtime.Stats
 	// WorkerStats are one worker's counters.
 	WorkerStats = runtime.WorkerStats
@@ -28,7 +30,8 @@ type (
 	StallInfo = runtime.StallInfo
 	// TaskFailure is a failure nobody joined (Config.OnTaskFailure).
 	TaskFailure = runtime.TaskFailure
-	// PanicError is the error Join returns for a task that panicked.
+	// PanicError is the error Join returns for a task that panicked: its
+	// message is one line, the stack is its Stack field.
 	PanicError = runtime.PanicError
 	// PanicPolicy says what a panicking task does (Config.PanicPolicy).
 	PanicPolicy = runtime.PanicPolicy
@@ -62,7 +65,10 @@ const (
 var (
 	ErrClosed        = runtime.ErrClosed        // the runtime is closed
 	ErrOnWorker      = runtime.ErrOnWorker      // BlockOn, WaitAll or Close called from a task
-	ErrNoRuntime     = runtime.ErrNoRuntime     // a context that names no runtime
+	ErrNoRuntime     = runtime.ErrNoRuntime     // a context that names no runtime (for Spawn: no task's)
+	ErrNilContext    = runtime.ErrNilContext    // a nil context.Context; the call did nothing
+	ErrNilRuntime    = runtime.ErrNilRuntime    // a nil *Runtime, or the zero Runtime (not made by New)
+	ErrNilHandle     = runtime.ErrNilHandle     // Join on a nil or zero JoinHandle, which has no task
 	ErrInvalidConfig = runtime.ErrInvalidConfig // New was given a bad Config
 	ErrGoexit        = runtime.ErrGoexit        // the task called runtime.Goexit
 )
@@ -72,7 +78,8 @@ func New(cfg Config) (*Runtime, error) { return runtime.New(cfg) }
 
 // BlockOn runs fn as a root task on rt and returns its result once it and
 // everything spawned under it have finished. Call it from a plain
-// goroutine (in a task it returns ErrOnWorker).
+// goroutine (in a task it returns ErrOnWorker). A nil rt, or one not made
+// by New, gets ErrNilRuntime.
 func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error) {
 	return runtime.BlockOn(rt, fn)
 }
@@ -83,12 +90,17 @@ func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, 
 	return runtime.WaitAll(rt, fns...)
 }
 
-// Spawn starts fn as a new task, child of the task ctx belongs to.
+// Spawn starts fn as a new task, child of the task ctx belongs to. ctx
+// must be a task's context (or derive from one): from a plain goroutine,
+// use SpawnOn, even with a context from WithRuntime, which names a
+// runtime but no task. Otherwise the handle's Join fails with
+// ErrNoRuntime (ErrNilContext for a nil ctx) and fn does not run.
 func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *JoinHandle[T] {
 	return runtime.Spawn(ctx, fn)
 }
 
-// SpawnOn starts fn as a new task on rt from any goroutine.
+// SpawnOn starts fn as a new task on rt from any goroutine. With a nil
+// rt, or one not made by New, the handle's Join fails with ErrNilRuntime.
 func SpawnOn[T any](rt *Runtime, fn func(context.Context) (T, error)) *JoinHandle[T] {
 	return runtime.SpawnOn(rt, fn)
 }
