@@ -3,7 +3,6 @@ package aio
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -133,15 +132,13 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 	return f, nil
 }
 
-// errNoRuntime is the error of an I/O call whose ctx names no runtime.
-var errNoRuntime = fmt.Errorf("%w; from a plain goroutine, attach one with runtime.WithRuntime(ctx, rt)", runtime.ErrNoRuntime)
-
-// runtimeOf returns the runtime of ctx (runtime.RuntimeOf).
+// runtimeOf returns the runtime of ctx (runtime.RuntimeOf), or
+// runtime.ErrNoRuntime, whose message already says how to attach one.
 func runtimeOf(ctx context.Context) (*runtime.Runtime, error) {
 	if rt := runtime.RuntimeOf(ctx); rt != nil {
 		return rt, nil
 	}
-	return nil, errNoRuntime
+	return nil, runtime.ErrNoRuntime
 }
 
 // fileErr is the error of a file operation: the bare errno, as os reports

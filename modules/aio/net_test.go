@@ -473,8 +473,9 @@ func TestTCPFromGoroutinesAndNet(t *testing.T) {
 	// Without a task or an attached runtime there is nothing to run on,
 	// and the error says how to attach one.
 	_, err = Dial(context.Background(), "tcp", nl.Addr().String())
-	if !errors.Is(err, runtime.ErrNoRuntime) || !strings.Contains(err.Error(), "runtime.WithRuntime") {
-		t.Fatalf("Dial without a runtime = %v, want ErrNoRuntime pointing to runtime.WithRuntime", err)
+	if !errors.Is(err, runtime.ErrNoRuntime) || !strings.Contains(err.Error(), "WithRuntime(ctx, rt)") ||
+		strings.Count(err.Error(), "plain goroutine") > 1 {
+		t.Fatalf("Dial without a runtime = %v, want ErrNoRuntime pointing to WithRuntime(ctx, rt), once", err)
 	}
 }
 
