@@ -28,6 +28,10 @@ import (
 // *File, is no file: every method fails at once with a *fs.PathError
 // wrapping os.ErrInvalid, Close too (and Name returns ""), without touching
 // any descriptor, as os.File's methods do on a nil *File.
+//
+// A nil ctx is refused the same way, with a *fs.PathError wrapping
+// runtime.ErrNilContext, before anything is done: a Close given one leaves
+// the file open and usable.
 type File struct {
 	guard fdGuard
 	name  string
@@ -77,7 +81,8 @@ func Create(ctx context.Context, name string) (*File, error) {
 // The File belongs to the runtime of ctx: the runtime of ctx's task, or,
 // from a plain goroutine, the one runtime.WithRuntime attached to ctx; its
 // later operations run there too. A ctx with neither fails with an error
-// wrapping runtime.ErrNoRuntime.
+// wrapping runtime.ErrNoRuntime, and a nil ctx with one wrapping
+// runtime.ErrNilContext.
 //
 // A FIFO opened for writing without O_NONBLOCK waits for a reader, as
 // open(2) does. From a task on io_uring ctx can end that wait; from a plain
@@ -138,6 +143,9 @@ func runtimeOf(ctx context.Context) (*runtime.Runtime, error) {
 	if rt := runtime.RuntimeOf(ctx); rt != nil {
 		return rt, nil
 	}
+	if ctx == nil {
+		return nil, runtime.ErrNilContext
+	}
 	return nil, runtime.ErrNoRuntime
 }
 
@@ -178,6 +186,9 @@ func (f *File) Name() string {
 // or closed since), not a zero value or nil.
 func (f *File) ok() bool { return f != nil && f.guard.valid() }
 
+// nilContext is the error of File method op given a nil ctx.
+func (f *File) nilContext(op string) error { return pathError(op, f.name, runtime.ErrNilContext) }
+
 // errNegativeOffset is what os reports for a negative ReadAt/WriteAt offset.
 var errNegativeOffset = errors.New("negative offset")
 
@@ -188,6 +199,9 @@ var errNegativeOffset = errors.New("negative offset")
 func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if !f.ok() {
 		return 0, invalidFile("read")
+	}
+	if ctx == nil {
+		return 0, f.nilContext("read")
 	}
 	if off < 0 {
 		return 0, pathError("readat", f.name, errNegativeOffset)
@@ -248,6 +262,9 @@ func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, trie
 func (f *File) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if !f.ok() {
 		return 0, invalidFile("write")
+	}
+	if ctx == nil {
+		return 0, f.nilContext("write")
 	}
 	if off < 0 {
 		return 0, pathError("writeat", f.name, errNegativeOffset)
@@ -494,10 +511,13 @@ func (f *File) Seek(ctx context.Context, offset int64, whence int) (int64, error
 }
 
 // lockPos takes the position lock and a reference on the descriptor. It
-// fails at once for a zero or nil File.
+// fails at once for a zero or nil File and for a nil ctx.
 func (f *File) lockPos(ctx context.Context, op string) error {
 	if !f.ok() {
 		return invalidFile(op)
+	}
+	if ctx == nil {
+		return f.nilContext(op)
 	}
 	if err := f.pos.lock(ctx); err != nil {
 		return pathError(op, f.name, err)
@@ -520,6 +540,9 @@ func (f *File) Sync(ctx context.Context) error {
 	if !f.ok() {
 		return invalidFile("sync")
 	}
+	if ctx == nil {
+		return f.nilContext("sync")
+	}
 	if !f.guard.incref() {
 		return pathError("sync", f.name, fs.ErrClosed)
 	}
@@ -540,6 +563,9 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 	if !f.ok() {
 		return nil, invalidFile("stat")
 	}
+	if ctx == nil {
+		return nil, f.nilContext("stat")
+	}
 	if !f.guard.incref() {
 		return nil, pathError("stat", f.name, fs.ErrClosed)
 	}
@@ -555,10 +581,15 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 // Close closes the file. Operations still in progress finish first (Close
 // waits for them), later ones fail with fs.ErrClosed, and so does a second
 // Close. If ctx ends while Close waits, Close returns its error and the
-// descriptor is closed as soon as the last operation finishes.
+// descriptor is closed as soon as the last operation finishes. A nil ctx
+// is refused (runtime.ErrNilContext) and nothing happens: the file stays
+// open, and a later Close with a context closes it.
 func (f *File) Close(ctx context.Context) error {
 	if !f.ok() {
 		return invalidFile("close")
+	}
+	if ctx == nil {
+		return f.nilContext("close")
 	}
 	err := f.guard.close(ctx)
 	switch {

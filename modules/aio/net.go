@@ -389,6 +389,9 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	if !l.ok() {
 		return nil, invalidSocket("accept")
 	}
+	if ctx == nil {
+		return nil, netError("accept", l.network, nil, l.addr, runtime.ErrNilContext)
+	}
 	// Accepts take turns, as net.Listener's do: those that wait in the
 	// netpoller share the File's read deadline.
 	if err := l.al.lock(ctx); err != nil {
@@ -468,10 +471,15 @@ func localAddr(fd int, network string) (net.Addr, error) {
 // and the descriptor is closed once no operation uses it, which Close waits
 // for (or until ctx ends). A second Close returns net.ErrClosed. The first
 // Close of a Unix listener bound to a file removes that file first, unless
-// SetUnlinkOnClose(false) was called.
+// SetUnlinkOnClose(false) was called. A nil ctx is refused
+// (runtime.ErrNilContext) and nothing happens: the listener stays open,
+// its file in place, and a later Close with a context closes it.
 func (l *Listener) Close(ctx context.Context) error {
 	if !l.ok() {
 		return invalidSocket("close")
+	}
+	if ctx == nil {
+		return netError("close", l.network, nil, l.addr, runtime.ErrNilContext)
 	}
 	if l.path != "" && !l.guard.closing() {
 		l.unlinkOnce.Do(func() {

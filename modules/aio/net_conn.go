@@ -30,6 +30,9 @@ func (s *sock) opError(op string, err error) error {
 	return netError(op, s.network, s.laddr, s.raddr, err)
 }
 
+// nilContext is the error of socket method op given a nil ctx.
+func (s *sock) nilContext(op string) error { return s.opError(op, runtime.ErrNilContext) }
+
 // noBytes is the outcome of a transfer of no bytes (op: "read", "write"):
 // there is nothing to do, but after Close it fails with net.ErrClosed, as
 // package net's does.
@@ -180,6 +183,10 @@ func (s *sock) close(ctx context.Context) error {
 // once with a *net.OpError wrapping os.ErrInvalid (Close and Set* too,
 // whatever their arguments), LocalAddr and RemoteAddr return nil, and none
 // touches any descriptor.
+//
+// A nil ctx is refused with a *net.OpError wrapping runtime.ErrNilContext,
+// before anything is done (the same holds for Listener's and UDPConn's
+// methods, and for Listen, Dial and the others that take a ctx).
 type Conn struct {
 	sock
 	noZC atomic.Bool // the kernel refused zero-copy sends on this socket
@@ -218,6 +225,9 @@ func (c *Conn) Read(ctx context.Context, b []byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("read")
 	}
+	if ctx == nil {
+		return 0, c.nilContext("read")
+	}
 	return c.read(ctx, b)
 }
 
@@ -236,6 +246,9 @@ func (c *Conn) Peek(ctx context.Context, b []byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("read")
 	}
+	if ctx == nil {
+		return 0, c.nilContext("read")
+	}
 	if len(b) == 0 {
 		return c.noBytes("read")
 	}
@@ -253,6 +266,9 @@ func (c *Conn) Peek(ctx context.Context, b []byte) (int, error) {
 func (c *Conn) ReadFull(ctx context.Context, b []byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("read")
+	}
+	if ctx == nil {
+		return 0, c.nilContext("read")
 	}
 	if len(b) == 0 {
 		return c.noBytes("read")
@@ -273,6 +289,9 @@ func (c *Conn) ReadFull(ctx context.Context, b []byte) (int, error) {
 func (c *Conn) Write(ctx context.Context, b []byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("write")
+	}
+	if ctx == nil {
+		return 0, c.nilContext("write")
 	}
 	return c.write(ctx, b)
 }
@@ -300,6 +319,9 @@ func (c *Conn) Write(ctx context.Context, b []byte) (int, error) {
 func (c *Conn) WriteZC(ctx context.Context, b []byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("write")
+	}
+	if ctx == nil {
+		return 0, c.nilContext("write")
 	}
 	if len(b) == 0 {
 		return c.noBytes("write")
@@ -331,6 +353,9 @@ func (c *Conn) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("writev")
 	}
+	if ctx == nil {
+		return 0, c.nilContext("writev")
+	}
 	n, err := c.vecXfer(ctx, &c.wl, &c.wvec, uring.OpWritev, bufs, true)
 	if err != nil {
 		err = c.opError("writev", err)
@@ -345,6 +370,9 @@ func (c *Conn) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 func (c *Conn) Readv(ctx context.Context, bufs [][]byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("readv")
+	}
+	if ctx == nil {
+		return 0, c.nilContext("readv")
 	}
 	n, err := c.vecXfer(ctx, &c.rl, &c.rvec, uring.OpReadv, bufs, false)
 	if err != nil && err != io.EOF {
@@ -413,6 +441,9 @@ func (c *Conn) CloseWrite(ctx context.Context) error {
 	if !c.ok() {
 		return invalidSocket("close")
 	}
+	if ctx == nil {
+		return c.nilContext("close")
+	}
 	return c.shutdown(ctx, unix.SHUT_WR)
 }
 
@@ -420,6 +451,9 @@ func (c *Conn) CloseWrite(ctx context.Context) error {
 func (c *Conn) CloseRead(ctx context.Context) error {
 	if !c.ok() {
 		return invalidSocket("close")
+	}
+	if ctx == nil {
+		return c.nilContext("close")
 	}
 	return c.shutdown(ctx, unix.SHUT_RD)
 }
@@ -429,10 +463,15 @@ func (c *Conn) CloseRead(ctx context.Context) error {
 // socket down to wake them) and the descriptor is closed once none uses it,
 // which Close waits for (or until ctx ends; the descriptor is then closed
 // by the last operation to finish). Later calls, of no bytes too, fail
-// with net.ErrClosed.
+// with net.ErrClosed. A nil ctx is refused (runtime.ErrNilContext) and
+// nothing happens: the connection stays open and usable, and a later Close
+// with a context closes it.
 func (c *Conn) Close(ctx context.Context) error {
 	if !c.ok() {
 		return invalidSocket("close")
+	}
+	if ctx == nil {
+		return c.nilContext("close")
 	}
 	return c.close(ctx)
 }

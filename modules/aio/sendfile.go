@@ -127,6 +127,8 @@ func (c *Conn) SendFile(ctx context.Context, f *File, off int64, n int64) (int64
 	switch {
 	case !c.ok():
 		return 0, invalidSocket("sendfile")
+	case ctx == nil:
+		return 0, c.nilContext("sendfile")
 	case !f.ok():
 		return 0, c.opError("sendfile", invalidFile("sendfile"))
 	case off < 0:

@@ -136,6 +136,9 @@ func (c *UDPConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, 
 	if !c.ok() {
 		return 0, netip.AddrPort{}, invalidSocket("read")
 	}
+	if ctx == nil {
+		return 0, netip.AddrPort{}, c.nilContext("read")
+	}
 	n, from, err := c.msgXfer(ctx, &c.rl, &c.rmsg, uring.OpRecvmsg, b, netip.AddrPort{})
 	if err != nil {
 		return n, from, c.opError("read", err)
@@ -150,6 +153,9 @@ func (c *UDPConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, 
 func (c *UDPConn) WriteTo(ctx context.Context, b []byte, addr netip.AddrPort) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("write")
+	}
+	if ctx == nil {
+		return 0, c.nilContext("write")
 	}
 	if c.raddr != nil {
 		return 0, netError("write", c.network, c.laddr, net.UDPAddrFromAddrPort(addr), net.ErrWriteToConnected)
@@ -212,6 +218,9 @@ func (c *UDPConn) Read(ctx context.Context, b []byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("read")
 	}
+	if ctx == nil {
+		return 0, c.nilContext("read")
+	}
 	return c.read(ctx, b)
 }
 
@@ -221,16 +230,23 @@ func (c *UDPConn) Write(ctx context.Context, b []byte) (int, error) {
 	if !c.ok() {
 		return 0, invalidSocket("write")
 	}
+	if ctx == nil {
+		return 0, c.nilContext("write")
+	}
 	return c.write(ctx, b)
 }
 
 // Close closes the socket, like net.UDPConn.Close: operations in progress
 // in other tasks return net.ErrClosed promptly, and the descriptor is
 // closed once none uses it (see Conn.Close). Later calls, of no bytes too,
-// fail with net.ErrClosed.
+// fail with net.ErrClosed. A nil ctx is refused (runtime.ErrNilContext)
+// and nothing happens: the socket stays open.
 func (c *UDPConn) Close(ctx context.Context) error {
 	if !c.ok() {
 		return invalidSocket("close")
+	}
+	if ctx == nil {
+		return c.nilContext("close")
 	}
 	return c.close(ctx)
 }
