@@ -209,6 +209,9 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if !f.guard.incref() {
 		return 0, pathError("read", f.name, fs.ErrClosed)
 	}
+	// Deferred, so that a panic (in a ctx's method) cannot keep the
+	// reference and make Close wait for ever.
+	defer f.guard.decref(ctx)
 	n, tried, eof := f.readCached(ctx, b, off)
 	var err error
 	switch {
@@ -223,7 +226,6 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 		fdOps.Put(op)
 		n += m
 	}
-	f.guard.decref(ctx)
 	if err != nil && err != io.EOF {
 		err = pathError("read", f.name, err)
 	}
@@ -272,10 +274,10 @@ func (f *File) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if !f.guard.incref() {
 		return 0, pathError("write", f.name, fs.ErrClosed)
 	}
+	defer f.guard.decref(ctx)
 	op := fdOps.Get().(*fdOp)
 	n, err := f.writeAll(ctx, op, b, off)
 	fdOps.Put(op)
-	f.guard.decref(ctx)
 	return n, err
 }
 
@@ -406,9 +408,9 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 	if err := f.lockPos(ctx, "read"); err != nil {
 		return 0, err
 	}
+	defer f.unlockPos(ctx)
 	if len(b) == 0 {
 		// After the check for Close, as os.File.Read does.
-		f.unlockPos(ctx)
 		return 0, nil
 	}
 	op := &f.posOp
@@ -416,7 +418,6 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 	op.cached = f.cachedReads
 	res, serr := f.transfer(ctx, op, false)
 	op.buf = nil
-	f.unlockPos(ctx)
 	if err := fileErr(res, serr); err != nil {
 		return 0, pathError("read", f.name, err)
 	}
@@ -432,9 +433,8 @@ func (f *File) Write(ctx context.Context, b []byte) (int, error) {
 	if err := f.lockPos(ctx, "write"); err != nil {
 		return 0, err
 	}
-	n, err := f.writeAll(ctx, &f.posOp, b, atPosition)
-	f.unlockPos(ctx)
-	return n, err
+	defer f.unlockPos(ctx)
+	return f.writeAll(ctx, &f.posOp, b, atPosition)
 }
 
 // Readv reads into bufs in order with one readv(2) at the file position
@@ -444,15 +444,14 @@ func (f *File) Readv(ctx context.Context, bufs [][]byte) (int, error) {
 	if err := f.lockPos(ctx, "readv"); err != nil {
 		return 0, err
 	}
+	defer f.unlockPos(ctx)
 	op := &f.vec
 	op.opcode, op.fd, op.off = uring.OpReadv, f.guard.fd, uring.CurrentPos
 	if op.setBufs(bufs, 0) == 0 {
-		f.unlockPos(ctx)
 		return 0, nil
 	}
 	res, serr := f.transfer(ctx, op, false)
 	op.clear()
-	f.unlockPos(ctx)
 	if err := fileErr(res, serr); err != nil {
 		return 0, pathError("readv", f.name, err)
 	}
@@ -469,6 +468,7 @@ func (f *File) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 	if err := f.lockPos(ctx, "writev"); err != nil {
 		return 0, err
 	}
+	defer f.unlockPos(ctx)
 	op := &f.vec
 	n := 0
 	var err error
@@ -488,7 +488,6 @@ func (f *File) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 		n += int(res.Res)
 	}
 	op.clear()
-	f.unlockPos(ctx)
 	if err != nil {
 		return n, pathError("writev", f.name, err)
 	}
@@ -502,8 +501,8 @@ func (f *File) Seek(ctx context.Context, offset int64, whence int) (int64, error
 	if err := f.lockPos(ctx, "seek"); err != nil {
 		return 0, err
 	}
+	defer f.unlockPos(ctx)
 	pos, err := unix.Seek(f.guard.fd, offset, whence)
-	f.unlockPos(ctx)
 	if err != nil {
 		return 0, pathError("seek", f.name, err)
 	}
@@ -511,7 +510,9 @@ func (f *File) Seek(ctx context.Context, offset int64, whence int) (int64, error
 }
 
 // lockPos takes the position lock and a reference on the descriptor. It
-// fails at once for a zero or nil File and for a nil ctx.
+// fails at once for a zero or nil File and for a nil ctx. Callers defer
+// unlockPos, so that a panic (in a ctx's method) cannot keep the lock and
+// the reference, on which later operations and Close would wait for ever.
 func (f *File) lockPos(ctx context.Context, op string) error {
 	if !f.ok() {
 		return invalidFile(op)
@@ -546,11 +547,11 @@ func (f *File) Sync(ctx context.Context) error {
 	if !f.guard.incref() {
 		return pathError("sync", f.name, fs.ErrClosed)
 	}
+	defer f.guard.decref(ctx)
 	op := fdOps.Get().(*fdOp)
 	op.opcode, op.fd, op.flags = uring.OpFsync, f.guard.fd, 0
 	res, serr := submit(ctx, f.guard.rt, op)
 	fdOps.Put(op)
-	f.guard.decref(ctx)
 	if err := fileErr(res, serr); err != nil {
 		return pathError("sync", f.name, err)
 	}
@@ -569,9 +570,9 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 	if !f.guard.incref() {
 		return nil, pathError("stat", f.name, fs.ErrClosed)
 	}
+	defer f.guard.decref(ctx)
 	op := &statxOp{fd: f.guard.fd}
 	res, serr := submit(ctx, f.guard.rt, op)
-	f.guard.decref(ctx)
 	if err := fileErr(res, serr); err != nil {
 		return nil, pathError("stat", f.name, err)
 	}

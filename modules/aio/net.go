@@ -401,6 +401,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	if !l.guard.incref() {
 		return nil, netError("accept", l.network, nil, l.addr, net.ErrClosed)
 	}
+	defer l.guard.decref(ctx) // also on a panic (in a ctx's method)
 	op := acceptOps.Get().(*sockaddrOp)
 	var (
 		res  runtime.Result
@@ -421,7 +422,6 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	}
 	acceptOps.Put(op)
 	closing := l.guard.closing()
-	l.guard.decref(ctx)
 	err := ioErr("accept", res, serr)
 	if err != nil {
 		if closing {

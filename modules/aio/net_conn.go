@@ -52,10 +52,14 @@ func (s *sock) xfer(ctx context.Context, l *opLock, op *fdOp, opcode uring.Op, b
 	if err := l.lock(ctx); err != nil {
 		return 0, err
 	}
+	// Deferred, so that a panic (in a ctx's method) cannot keep the lock
+	// and the reference, on which later operations and Close would wait
+	// for ever.
+	defer l.unlock()
 	if !s.guard.incref() {
-		l.unlock()
 		return 0, net.ErrClosed
 	}
+	defer s.guard.decref(ctx)
 	n := 0
 	var err error
 	for {
@@ -79,8 +83,6 @@ func (s *sock) xfer(ctx context.Context, l *opLock, op *fdOp, opcode uring.Op, b
 	}
 	op.buf = nil
 	closing := s.guard.closing()
-	s.guard.decref(ctx)
-	l.unlock()
 	// After the shutdown of Close a receive returns 0, which a datagram
 	// socket would otherwise report as an empty datagram.
 	if closing && (err != nil || n == 0 && len(b) > 0) {
@@ -134,11 +136,11 @@ func (s *sock) shutdown(ctx context.Context, how int) error {
 	if !s.guard.incref() {
 		return s.opError("close", net.ErrClosed)
 	}
+	defer s.guard.decref(ctx)
 	op := fdOps.Get().(*fdOp)
 	op.opcode, op.fd, op.flags = uring.OpShutdown, s.guard.fd, how
 	res, serr := submit(ctx, s.guard.rt, op)
 	fdOps.Put(op)
-	s.guard.decref(ctx)
 	if err := ioErr("shutdown", res, serr); err != nil {
 		return s.opError("close", err)
 	}
@@ -397,10 +399,11 @@ func (c *Conn) vecXfer(ctx context.Context, l *opLock, op *vecOp, opcode uring.O
 	if err := l.lock(ctx); err != nil {
 		return 0, err
 	}
+	defer l.unlock() // also on a panic: see sock.xfer
 	if !c.guard.incref() {
-		l.unlock()
 		return 0, net.ErrClosed
 	}
+	defer c.guard.decref(ctx)
 	n := 0
 	var err error
 	for n < total {
@@ -427,8 +430,6 @@ func (c *Conn) vecXfer(ctx context.Context, l *opLock, op *vecOp, opcode uring.O
 	}
 	op.clear()
 	closing := c.guard.closing()
-	c.guard.decref(ctx)
-	l.unlock()
 	if closing && (err != nil || n == 0) {
 		return n, net.ErrClosed
 	}

@@ -210,3 +210,75 @@ func TestNilContextInTask(t *testing.T) {
 		}
 	})
 }
+
+// brokenCtx is a context whose every method panics (its embedded Context
+// is nil): it passes the nil check and panics inside the operation.
+type brokenCtx struct{ context.Context }
+
+// mustPanic runs f and reports whether it panicked.
+func mustPanic(f func()) (panicked bool) {
+	defer func() { panicked = recover() != nil }()
+	f()
+	return false
+}
+
+// An operation that panics after taking the descriptor's reference (here
+// in a method of the caller's ctx) gives it back, and the operation lock
+// too: later operations run and Close returns. They used to wait for ever.
+func TestPanicInOperationReleasesDescriptor(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	ctx := goroutineCtx(rt)
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(ctx, "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := brokenCtx{}
+	b := make([]byte, 8)
+	for what, op := range map[string]func(){
+		"File.ReadAt": func() { f.ReadAt(bad, b, 0) },
+		"File.Read":   func() { f.Read(bad, b) },
+		"Conn.Read":   func() { c.Read(bad, b) },
+		"Conn.Write":  func() { c.Write(bad, b) },
+	} {
+		if !mustPanic(op) {
+			t.Fatalf("%s with a broken ctx did not panic: the test no longer tests anything", what)
+		}
+	}
+	within(t, 10*time.Second, "operations and Close after the panics", func() {
+		if n, err := f.Read(ctx, b); n != 5 || err != nil {
+			t.Errorf("File.Read = %d, %v", n, err)
+		}
+		if _, err := s.Write(ctx, []byte("x")); err != nil {
+			t.Errorf("peer's Write = %v", err)
+		}
+		if n, err := c.Read(ctx, b); n != 1 || err != nil {
+			t.Errorf("Conn.Read = %d, %v", n, err)
+		}
+		if _, err := c.Write(ctx, []byte("y")); err != nil {
+			t.Errorf("Conn.Write = %v", err)
+		}
+		for what, close := range map[string]func(context.Context) error{
+			"File": f.Close, "Conn": c.Close, "accepted Conn": s.Close, "Listener": l.Close,
+		} {
+			if err := close(ctx); err != nil {
+				t.Errorf("%s.Close = %v", what, err)
+			}
+		}
+	})
+}

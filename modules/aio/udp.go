@@ -180,10 +180,11 @@ func (c *UDPConn) msgXfer(ctx context.Context, l *opLock, op *msgOp, opcode urin
 	if err := l.lock(ctx); err != nil {
 		return 0, from, err
 	}
+	defer l.unlock() // also on a panic: see sock.xfer
 	if !c.guard.incref() {
-		l.unlock()
 		return 0, from, net.ErrClosed
 	}
+	defer c.guard.decref(ctx)
 	op.opcode, op.fd, op.buf, op.flags = opcode, c.guard.fd, b, 0
 	var err error
 	if opcode == uring.OpSendmsg {
@@ -201,8 +202,6 @@ func (c *UDPConn) msgXfer(ctx context.Context, l *opLock, op *msgOp, opcode urin
 	}
 	op.clear()
 	closing := c.guard.closing()
-	c.guard.decref(ctx)
-	l.unlock()
 	if closing && (err != nil || res.Res == 0 && len(b) > 0) {
 		return 0, netip.AddrPort{}, net.ErrClosed
 	}
