@@ -215,7 +215,11 @@ typedef struct faio_config {
 /* Counters of a runtime since it was created (see faio_stats). */
 typedef struct faio_runtime_stats {
     int64_t workers;        /* worker threads */
-    int64_t live;           /* tasks spawned and not finished */
+    int64_t live;           /* tasks spawned and not finished (spawned - completed),
+                             * as the workers last published them (every 16 ticks
+                             * of a worker's loop, and when it sleeps): it lags, so
+                             * it is no leak check; faio_block_on and the joins
+                             * wait exactly */
     uint64_t spawned;       /* tasks spawned */
     uint64_t completed;     /* tasks finished */
     uint64_t polls;         /* task resumptions */
