@@ -69,6 +69,7 @@ var (
 	ErrNilContext    = runtime.ErrNilContext    // a nil context.Context; the call did nothing
 	ErrNilRuntime    = runtime.ErrNilRuntime    // a nil *Runtime, or the zero Runtime (not made by New)
 	ErrNilHandle     = runtime.ErrNilHandle     // Join on a nil or zero JoinHandle, which has no task
+	ErrSelfJoin      = runtime.ErrSelfJoin      // a task joined its own handle
 	ErrInvalidConfig = runtime.ErrInvalidConfig // New was given a bad Config
 	ErrGoexit        = runtime.ErrGoexit        // the task called runtime.Goexit
 )
@@ -193,7 +194,8 @@ var (
 )
 
 // NewChannel returns the two ends of a new channel that buffers capacity
-// values (0: a rendezvous channel).
+// values (0: a rendezvous channel). It panics if capacity is negative, as
+// make(chan T, capacity) does (see channel.New).
 func NewChannel[T any](capacity int) (*Sender[T], *Receiver[T]) { return channel.New[T](capacity) }
 
 // Select waits until one of cases can proceed, performs it and returns its

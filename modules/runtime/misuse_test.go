@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -335,5 +336,44 @@ func TestStatsLiveDocSaysItLags(t *testing.T) {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the comment of Stats.Live, %q, does not mention %q", doc, want)
 		}
+	}
+}
+
+// A task that joins its own handle would wait for its own end: Join fails
+// at once with ErrSelfJoin, with the task's context and with one derived
+// from it, and the task's own result is untouched.
+func TestSelfJoinFailsAtOnce(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		var self atomic.Pointer[JoinHandle[int]]
+		// The task's context ends in 5 s, so that a Join that waits
+		// fails the test rather than hang it.
+		bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		h := Spawn(bounded, func(ctx context.Context) (int, error) {
+			for self.Load() == nil {
+				if err := Yield(ctx); err != nil {
+					return 0, err
+				}
+			}
+			start := time.Now()
+			if _, err := self.Load().Join(ctx); !errors.Is(err, ErrSelfJoin) {
+				return 0, fmt.Errorf("Join with the task's context = %v, want ErrSelfJoin", err)
+			}
+			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if _, err := self.Load().Join(dctx); !errors.Is(err, ErrSelfJoin) {
+				return 0, fmt.Errorf("Join with a derived context = %v, want ErrSelfJoin", err)
+			}
+			if d := time.Since(start); d > time.Second {
+				return 0, fmt.Errorf("the self-joins took %v", d)
+			}
+			return 7, nil
+		})
+		self.Store(h)
+		return h.Join(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

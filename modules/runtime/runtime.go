@@ -52,6 +52,9 @@ var (
 	// JoinHandle (one that Spawn or SpawnOn did not return): there is no
 	// task to wait for.
 	ErrNilHandle = errors.New("faio/runtime: nil or zero JoinHandle: handles come from Spawn and SpawnOn")
+	// ErrSelfJoin: a task called Join on its own handle, which would wait
+	// for ever (until its context ended) for itself to finish.
+	ErrSelfJoin = errors.New("faio/runtime: a task joined itself: it would wait for its own end")
 	// ErrGoexit: the task called runtime.Goexit (t.FailNow in a test, say).
 	ErrGoexit = errors.New("faio/runtime: task called runtime.Goexit")
 )

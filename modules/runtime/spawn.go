@@ -45,7 +45,8 @@ func failed[T any](err error) *JoinHandle[T] {
 // *PanicError if the task panicked. Join may be called any number of
 // times, from tasks and plain goroutines. A nil ctx is refused with
 // ErrNilContext, even once the task has finished: the result stays for
-// the next Join. On a nil or zero handle Join returns ErrNilHandle at once.
+// the next Join. On a nil or zero handle Join returns ErrNilHandle at once,
+// and a task that joins itself gets ErrSelfJoin at once.
 func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 	if h.taskless() {
 		var zero T
@@ -61,6 +62,10 @@ func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 	if !h.task.has(flagCompleted) {
 		var err error
 		if t := taskFor(ctx); t != nil {
+			if t == &h.task {
+				var zero T
+				return zero, ErrSelfJoin
+			}
 			t.coro.kind = kindJoin
 			t.coro.joinTarget = &h.task
 			err = t.suspend(ctx)
