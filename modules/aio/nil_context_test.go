@@ -236,15 +236,7 @@ func TestPanicInOperationReleasesDescriptor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Dial(ctx, "tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := l.Accept(ctx)
+	c, s, err := connPair(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +266,7 @@ func TestPanicInOperationReleasesDescriptor(t *testing.T) {
 			t.Errorf("Conn.Write = %v", err)
 		}
 		for what, close := range map[string]func(context.Context) error{
-			"File": f.Close, "Conn": c.Close, "accepted Conn": s.Close, "Listener": l.Close,
+			"File": f.Close, "Conn": c.Close, "accepted Conn": s.Close,
 		} {
 			if err := close(ctx); err != nil {
 				t.Errorf("%s.Close = %v", what, err)
