@@ -1220,3 +1220,51 @@ func spawnSleepingChildren(ctx context.Context, n int, setup func(ctx context.Co
 	}
 	return h, nil
 }
+
+// A task spawned with the context of a task that has finished (which then
+// follows its tree parent, the root, for it) detaches from it when it
+// completes; Close's cancellation locks the root, then its children. The detachment ran under the completing task's lock and
+// took the root's: the two deadlocked (found by TestChaosCloseAtAnyMoment).
+// Each round races the two; a round that does not end is the deadlock.
+func TestStressCompleteRacesCloseCancellation(t *testing.T) {
+	rounds := 300
+	if testing.Short() {
+		rounds = 50
+	}
+	for i := range rounds {
+		rt, err := New(Config{Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spin := time.Duration(i%50) * time.Microsecond
+		for range 8 {
+			// X keeps its context past its end: a task spawned with
+			// it starts at the top, detaches from X when it completes,
+			// and X, out of the tree, follows the root meanwhile.
+			var xctx context.Context
+			x := SpawnOn(rt, func(ctx context.Context) (int, error) {
+				xctx = ctx
+				return 0, nil
+			})
+			if _, err := x.Join(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			Spawn(xctx, func(ctx context.Context) (int, error) {
+				for end := time.Now().Add(spin); time.Now().Before(end); {
+				}
+				return 0, nil
+			})
+		}
+		done := make(chan struct{})
+		go func() {
+			rt.Close()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			buf := make([]byte, 1<<20)
+			t.Fatalf("round %d: Close did not return in 10 s\n%s", i, buf[:goruntime.Stack(buf, true)])
+		}
+	}
+}

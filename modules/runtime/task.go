@@ -743,17 +743,30 @@ func (t *Task) complete() {
 	first := t.joiner
 	t.joiner = Waker{}
 	var joiners []Waker
+	var stopExt func() bool
 	if t.ext != nil {
-		joiners = t.completeExtLocked()
+		joiners, stopExt = t.completeExtLocked()
 	}
 	t.mu.Unlock()
+	if stopExt != nil {
+		// After the unlock: detaching from the external parent runs
+		// context code that may take a parent's lock (the stop of an
+		// AfterFunc on a task that follows its tree parent, say), and
+		// a cancellation takes a parent's lock, then its children's.
+		// Called under t.mu it deadlocked with Close's cancellation
+		// (found by TestChaosCloseAtAnyMoment).
+		stopExt()
+	}
 	first.Wake()
 	for _, w := range joiners {
 		w.Wake()
 	}
 }
 
-func (t *Task) completeExtLocked() []Waker {
+// completeExtLocked completes t's ext under t.mu: it returns the joiners
+// to wake and the detachment from the external parent to call, both after
+// the unlock.
+func (t *Task) completeExtLocked() ([]Waker, func() bool) {
 	e := t.ext
 	joiners := e.joiners
 	e.joiners = nil
@@ -762,11 +775,9 @@ func (t *Task) completeExtLocked() []Waker {
 	} else {
 		e.finishCh = closedChan
 	}
-	if e.stopExt != nil {
-		e.stopExt()
-		e.stopExt = nil
-	}
-	return joiners
+	stop := e.stopExt
+	e.stopExt = nil
+	return joiners, stop
 }
 
 // registerJoiner adds w to the tasks to wake at completion, unless the task
