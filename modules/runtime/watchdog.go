@@ -56,6 +56,10 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 		// the stall is reported even when no task is queued: a task
 		// whose Accept waited on the ring of a worker held by a plain
 		// Go call saw its connection 3 s late, with no report.
+		// Stranded reads the ring's shared memory, which Close unmaps:
+		// Close stops the watchdog (Stop waits for this goroutine)
+		// before it closes the rings, and New closes a ring only
+		// before the watchdog starts.
 		s.Waiting += w.io.Stranded()
 	}
 	return s
