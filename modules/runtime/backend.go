@@ -94,10 +94,10 @@ var newEngine = func(w *worker, backend Backend) (engine, error) {
 // startIO runs on worker w right after t suspended for an I/O: it starts
 // the operation on w's ring. The wait is published by the caller.
 func (w *worker) startIO(t *Task, gen uint64) {
-	c := t.coro
+	c := t.coro.Load()
 	c.ioRes, c.ioFlags = 0, 0
-	t.ioWorker.Store(w)
-	t.ioID.Store(uint64(w.io.Start(c.ioOp, t, gen)))
+	c.ioWorker.Store(w)
+	c.ioID.Store(uint64(w.io.Start(c.ioOp, t, gen)))
 }
 
 // ioDone is the driver's completion callback, on worker w: it hands the
@@ -105,7 +105,7 @@ func (w *worker) startIO(t *Task, gen uint64) {
 func (w *worker) ioDone(t *Task, gen uint64, r Result) bool {
 	// Store the result before publishing the wake-up: the claim hands the
 	// task to whoever runs it next.
-	c := t.coro
+	c := t.coro.Load()
 	c.ioRes, c.ioFlags, c.ioDone = r.Res, r.Flags, true
 	to := uint64(stWoken)
 	if t.wstate.Load()&stIOCancel != 0 {

@@ -906,7 +906,7 @@ func TestConsumeContexts(t *testing.T) {
 			}
 			// From a plain goroutine: the context's error, and nothing
 			// charged to the task whose context it holds.
-			before := Current(ctx).coro.budget
+			before := Current(ctx).coro.Load().budget
 			errc := make(chan error, 1)
 			go func() {
 				for range 3 * CoopBudget {
@@ -920,7 +920,7 @@ func TestConsumeContexts(t *testing.T) {
 			if err := <-errc; err != nil {
 				return 0, err
 			}
-			if after := Current(ctx).coro.budget; after != before {
+			if after := Current(ctx).coro.Load().budget; after != before {
 				return 0, fmt.Errorf("a goroutine's Consume with the task's context charged the task: budget %d -> %d", before, after)
 			}
 			return 0, nil

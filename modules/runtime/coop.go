@@ -20,7 +20,7 @@ const CoopBudget = 128
 func Consume(ctx context.Context) error {
 	// The common case, in direct calls: ctx is the task's own context and
 	// the caller is that task.
-	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
+	if t, ok := ctx.(*Task); ok && t.isRunning() {
 		if t.charge() {
 			return t.yieldSpent(ctx)
 		}
@@ -33,7 +33,7 @@ func Consume(ctx context.Context) error {
 // the budget is spent (the caller then yields). Only the task's own
 // coroutine calls it.
 func (t *Task) charge() bool {
-	c := t.coro
+	c := t.coro.Load()
 	c.budget++
 	return c.budget >= CoopBudget
 }
@@ -64,7 +64,7 @@ func consumeSlow(ctx context.Context) error {
 // Outside a task it charges nothing. It returns ctx.Err(), or
 // ErrNilContext for a nil ctx.
 func ConsumeCurrent(ctx context.Context) error {
-	if t, ok := ctx.(*Task); ok && t.runG.Load() == getg() {
+	if t, ok := ctx.(*Task); ok && t.isRunning() {
 		return Consume(ctx) // the fast path, without taskFor's lookups
 	}
 	if ctx == nil {
@@ -81,7 +81,7 @@ func ConsumeCurrent(ctx context.Context) error {
 // has ended: a cancelled task that loops on operations failing at once
 // (and ignores their errors) must still let its worker's other tasks run.
 func (t *Task) yieldSpent(ctx context.Context) error {
-	c := t.coro
+	c := t.coro.Load()
 	c.budget = 0
 	c.yieldReason = reasonYield
 	c.yield(struct{}{})

@@ -40,10 +40,16 @@ type coro struct {
 	timer       timerwheel.Handle
 	timerWorker *worker
 	// An I/O wait (Submit): the operation and its completion (and
-	// ioDone above, beside the other small fields: 144 bytes, not 160).
+	// ioDone above, beside the other small fields).
 	ioOp    Op
 	ioRes   int32
 	ioFlags uint32
+	// ioWorker is the worker whose ring holds the task's current I/O
+	// operation, and ioID the operation there; cancellation sends its
+	// ASYNC_CANCEL request to it. Both are stored by startIO before the
+	// wait is published.
+	ioWorker atomic.Pointer[worker]
+	ioID     atomic.Uint64
 }
 
 // Which goroutine is a faio coroutine, and which one: BlockOn and Close
@@ -143,8 +149,8 @@ func (c *coro) ended(g uintptr) {
 }
 
 // newCoro creates a coroutine for task t, bound to it (bind) but not yet
-// started: the worker's first next starts it, and it sets t's runG, which
-// bind left at zero, before t's function runs. Starting it separately, up
+// started: the worker's first next starts it, and it sets its identity
+// (goid, which makes t.isRunning true) before t's function runs. Starting it separately, up
 // to a first yield, cost every new coroutine a switch there and back (W5
 // and W5b create one per sleeping task).
 //
@@ -160,7 +166,6 @@ func newCoro(owner *worker, t *Task) *coro {
 		g := getg()
 		c.started(g)
 		defer c.ended(g)
-		c.task.runG.Store(g)
 		for {
 			c.task.execute()
 			if c.task.worker.runInline(c) {
@@ -206,7 +211,7 @@ func (e *PanicError) Unwrap() error {
 
 // execute runs the task's function on its coroutine.
 func (t *Task) execute() {
-	c := t.coro
+	c := t.coro.Load()
 	setProfLabel(t.profLabels())
 	// A runtime.Goexit must not reach a pinned worker, nor a task that
 	// resumed this one nested (RunNext), which Go's coroutines would end

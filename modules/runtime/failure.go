@@ -159,4 +159,4 @@ func (h *JoinHandle[T]) reportIfDropped(rec *failureRec) {
 }
 
 // failure returns the task's error; nil if it succeeded.
-func (h *JoinHandle[T]) failure() error { return h.err }
+func (h *JoinHandle[T]) failure() error { return h.err() }

@@ -41,7 +41,7 @@ func Submit(ctx context.Context, op Op) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	c := t.coro
+	c := t.coro.Load()
 	c.kind = kindIO
 	c.ioOp = op
 	c.ioDone = false

@@ -46,7 +46,8 @@ func TestNextTaskServesInboxFirstAndEveryQueueEachTurn(t *testing.T) {
 			for _, q := range qs {
 				for i := range q.tasks {
 					id++
-					q.tasks[i] = &Task{id: id, coro: &coro{}}
+					q.tasks[i] = &Task{id: id}
+					q.tasks[i].coro.Store(&coro{})
 					switch q.name {
 					case "inbox":
 						if err := w.inbox.Push(q.tasks[i]); err != nil {

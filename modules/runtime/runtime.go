@@ -278,12 +278,12 @@ func (rt *Runtime) localWorker() *worker {
 // only to the worker that owns its coroutine.
 func (rt *Runtime) enqueue(t *Task) {
 	w := rt.localWorker()
-	if w != nil && (!w.pinned || t.coro == nil || t.coro.owner == w) {
+	if w != nil && (!w.pinned || t.coro.Load() == nil || t.coro.Load().owner == w) {
 		w.pushWakeLocal(t)
 		return
 	}
-	if w = t.worker; w.pinned && t.coro != nil {
-		w = t.coro.owner
+	if w = t.worker; w.pinned && t.coro.Load() != nil {
+		w = t.coro.Load().owner
 	}
 	rt.wakeOn(w, t)
 }

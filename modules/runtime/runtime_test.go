@@ -601,8 +601,8 @@ func TestLocalWorkerIgnoresStaleCurrent(t *testing.T) {
 					// Make worker 0's current name this coroutine, as
 					// if it had resumed it last and not cleared since.
 					other := rt.workers[0]
-					old := other.current.Swap(me.coro)
-					defer other.current.CompareAndSwap(me.coro, old)
+					old := other.current.Swap(me.coro.Load())
+					defer other.current.CompareAndSwap(me.coro.Load(), old)
 					if w := rt.localWorker(); w != me.worker {
 						return 0, fmt.Errorf("localWorker = worker %d, want %d (the one running the task)", w.id, me.worker.id)
 					}

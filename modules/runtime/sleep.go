@@ -33,8 +33,8 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		if at < now {
 			at = math.MaxInt64 // d overflows the clock: forever
 		}
-		t.coro.kind = kindSleep
-		t.coro.sleepUntil = at
+		t.coro.Load().kind = kindSleep
+		t.coro.Load().sleepUntil = at
 		return t.suspend(ctx)
 	}
 	return sleepGoroutine(ctx, time.Now().Add(d))
@@ -53,8 +53,8 @@ func SleepUntil(ctx context.Context, deadline time.Time) error {
 		if !deadline.After(now) {
 			return nil
 		}
-		t.coro.kind = kindSleep
-		t.coro.sleepUntil = t.rt.wheelTime(deadline, now)
+		t.coro.Load().kind = kindSleep
+		t.coro.Load().sleepUntil = t.rt.wheelTime(deadline, now)
 		return t.suspend(ctx)
 	}
 	return sleepGoroutine(ctx, deadline)
@@ -91,7 +91,7 @@ func Yield(ctx context.Context) error {
 		return err
 	}
 	if t := taskFor(ctx); t != nil {
-		c := t.coro
+		c := t.coro.Load()
 		c.budget = 0
 		c.yieldReason = reasonYield
 		c.yield(struct{}{})

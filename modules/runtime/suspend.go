@@ -277,8 +277,8 @@ func Suspend(ctx context.Context, register func(Waker) bool) error {
 		return ErrNilContext
 	}
 	if t := taskFor(ctx); t != nil {
-		t.coro.kind = kindRegister
-		t.coro.register = register
+		t.coro.Load().kind = kindRegister
+		t.coro.Load().register = register
 		return t.suspend(ctx)
 	}
 	return parkGoroutine(ctx, register)
@@ -301,7 +301,7 @@ func taskFor(ctx context.Context) *Task {
 }
 
 // suspend switches the task's coroutine back to its worker, which completes
-// the suspension described by t.coro.kind, and returns once the task is
+// the suspension described by t's coroutine's kind, and returns once the task is
 // resumed.
 func (t *Task) suspend(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -309,7 +309,7 @@ func (t *Task) suspend(ctx context.Context) error {
 	}
 	// A suspended task must be reachable by its parent's cancellation.
 	t.link()
-	c := t.coro
+	c := t.coro.Load()
 	gen := t.nextGen()
 	var stop func() bool
 	closeEnds := false
@@ -336,7 +336,7 @@ func (t *Task) suspend(ctx context.Context) error {
 	c.suspendCtx = ctx
 	c.yieldReason = reasonSuspend
 	c.yield(struct{}{})
-	// Resumed, possibly on another worker: t.coro is still c.
+	// Resumed, possibly on another worker: t's coroutine is still c.
 	c.suspendCtx = nil
 	c.register = nil
 	c.joinTarget = nil
@@ -418,7 +418,7 @@ func (w *worker) completeSuspend(t *Task) {
 	// Read everything before publishing the wait: from that store on, a
 	// cancellation may resume the task on another worker, which then owns
 	// it and its coroutine.
-	c := t.coro
+	c := t.coro.Load()
 	gen, kind, ctx := t.nextGen(), c.kind, c.suspendCtx
 	register, target := c.register, c.joinTarget
 	st := uint64(stWaiting)
@@ -674,7 +674,7 @@ func RunNext(ctx context.Context) bool {
 	// Back to the caller, as if the loop had chosen it.
 	w.settle(cur)
 	w.runningTask = cur
-	w.current.Store(cur.coro)
+	w.current.Store(cur.coro.Load())
 	ok = true
 	return true
 }

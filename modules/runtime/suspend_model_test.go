@@ -172,9 +172,9 @@ func newSuspendModel(t *rapid.T) *suspendModel {
 	eng := &modelEngine{ops: map[driver.OpID]*modelOp{}, w: w}
 	w.io = eng
 	rt.workers = []*worker{w}
-	task := &Task{rt: rt, id: 1, worker: w, coro: &coro{}}
+	task := &Task{rt: rt, id: 1, worker: w}
+	task.coro.Store(&coro{task: task})
 	task.flags.Store(flagExternal) // spawned with Background
-	task.coro.task = task
 	return &suspendModel{w: w, eng: eng, task: task}
 }
 
@@ -270,7 +270,7 @@ func (m *suspendModel) suspend(t *rapid.T) {
 		kind: rapid.SampledFrom([]uint8{kindRegister, kindSleep, kindIO}).Draw(t, "kind"),
 		self: rapid.Bool().Draw(t, "own context"),
 	}
-	task, c := m.task, m.task.coro
+	task, c := m.task, m.task.coro.Load()
 	if w.self {
 		// Each wait gets a live context, so that every wait can race
 		// the task's own cancellation (a model-only shortcut: a real task
@@ -317,7 +317,7 @@ func (m *suspendModel) suspend(t *rapid.T) {
 		w.ended = stWoken
 	}
 	if w.kind == kindIO {
-		w.id = driver.OpID(m.task.ioID.Load())
+		w.id = driver.OpID(m.task.coro.Load().ioID.Load())
 	}
 }
 
@@ -452,7 +452,7 @@ func (m *suspendModel) complete(t *rapid.T) {
 	if w.ioCancel {
 		w.ended = stCancelled
 	}
-	if c := m.task.coro; !c.ioDone || c.ioRes != res {
+	if c := m.task.coro.Load(); !c.ioDone || c.ioRes != res {
 		t.Fatalf("completion not stored: done %v res %d, want %d", c.ioDone, c.ioRes, res)
 	}
 }
@@ -520,7 +520,7 @@ func (m *suspendModel) resume(t *rapid.T) {
 	if got, _ := m.w.inbox.Pop(); got != m.task || w == nil {
 		t.Fatalf("popped %v with wait %v", got, w)
 	}
-	c := m.task.coro
+	c := m.task.coro.Load()
 	c.suspendCtx, c.register = nil, nil
 	if c.timerWorker != nil {
 		m.w.wheel.Cancel(c.timer)

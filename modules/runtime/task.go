@@ -68,17 +68,13 @@ type Task struct {
 	// Execution state, owned by whichever worker runs the task; handed
 	// between workers through the run queues (which order the accesses).
 	worker *worker
-	coro   *coro
-	// runG is the goroutine of coro while the task has one and it has
-	// started (see bind and newCoro): the race-free answer, from any
-	// goroutine, to "am I this task?".
-	runG atomic.Uintptr
-	// ioWorker is the worker whose ring holds the task's current I/O
-	// operation, and ioID the operation there; cancellation sends its
-	// ASYNC_CANCEL request to it. Both are stored by startIO before the
-	// wait is published.
-	ioWorker atomic.Pointer[worker]
-	ioID     atomic.Uint64
+	// coro is the coroutine the task runs on, from its start to its end
+	// (see bind). It is atomic because other goroutines read it: with its
+	// goroutine's identity it answers "am I this task?" (running), and
+	// cancellation finds a pending I/O operation through it. What only a
+	// task with a coroutine needs lives there, which keeps a Task (and
+	// with it every JoinHandle) in a smaller size class.
+	coro atomic.Pointer[coro]
 	// wstate is gen<<genShift | state bits: the state of the current
 	// suspension, the one word Wake, cancellation and the worker race on.
 	wstate atomic.Uint64
@@ -396,20 +392,26 @@ func (t *Task) running() *Task {
 	if t == nil {
 		return nil
 	}
-	if t.runG.Load() == getg() {
+	if t.isRunning() {
 		return t
 	}
 	return nil
 }
 
+// isRunning reports whether the calling goroutine is t's coroutine. A
+// coroutine's identity is set when its goroutine starts (see newCoro) and
+// cleared before it ends, and bind changes t's coroutine only from the
+// worker that is about to resume it or has just taken it back, so a
+// goroutine that is not t's coroutine never passes, whatever it races
+// with.
+func (t *Task) isRunning() bool {
+	c := t.coro.Load()
+	return c != nil && c.goid.Load() == getg()
+}
+
 // bind gives t the coroutine c to run on (nil: takes it back).
 func (t *Task) bind(c *coro) {
-	t.coro = c
-	if c != nil {
-		t.runG.Store(c.goid.Load())
-	} else {
-		t.runG.Store(0)
-	}
+	t.coro.Store(c)
 }
 
 // cancel cancels the task's context with err (context.Canceled or
@@ -536,8 +538,16 @@ func (t *Task) cancelWait(gen uint64) {
 		}
 		// The ring's worker, published (atomically, before the wait) by
 		// startIO: t.worker itself may be rewritten at any moment by a
-		// worker resuming the task after a completion we lose to.
-		w, id := t.ioWorker.Load(), driver.OpID(t.ioID.Load())
+		// worker resuming the task after a completion we lose to. A task
+		// keeps its coroutine while it waits, so if the CAS below finds
+		// the same wait, c and the operation loaded from it are that
+		// wait's; if the wait ended since, c may be nil or another
+		// task's, and the CAS fails.
+		c := t.coro.Load()
+		if c == nil {
+			continue
+		}
+		w, id := c.ioWorker.Load(), driver.OpID(c.ioID.Load())
 		if t.wstate.CompareAndSwap(s, s|stIOCancel) {
 			w.requestCancel(id)
 			return

@@ -254,8 +254,8 @@ func (w *worker) onExit() {
 	w.current.Store(nil)
 	if t := w.runningTask; t != nil {
 		w.runningTask = nil
-		if t.coro != nil {
-			t.coro.goid.Store(0) // its goroutine is gone; the g may be reused
+		if t.coro.Load() != nil {
+			t.coro.Load().goid.Store(0) // its goroutine is gone; the g may be reused
 		}
 		t.bind(nil)
 		t.body.fail(ErrGoexit)
@@ -271,7 +271,7 @@ func (w *worker) onExit() {
 
 // runTask resumes t on this worker until it finishes or switches away.
 func (w *worker) runTask(t *Task) {
-	c := t.coro
+	c := t.coro.Load()
 	if w.pinned {
 		if c != nil && c.owner != w {
 			// A started task taken from a pinned worker (a peer's
@@ -480,7 +480,7 @@ func (w *worker) runInline(c *coro) bool {
 	w.tick = next
 	if t = w.nextTask(); t == nil {
 		return false
-	} else if t.coro != nil {
+	} else if t.coro.Load() != nil {
 		w.handoff = t
 		return false
 	}
@@ -505,7 +505,7 @@ func (w *worker) runInline(c *coro) bool {
 // it. It reports whether a thief may take t now (from the local queue of a
 // worker that is not pinned), for the caller to wake one.
 func (w *worker) pushRunnable(t *Task) bool {
-	if w.pinned && t.coro != nil {
+	if w.pinned && t.coro.Load() != nil {
 		w.mine.push(t)
 		w.mineLen.Store(int32(w.mine.len()))
 		return false
@@ -579,8 +579,8 @@ func (w *worker) pushLocal(t *Task) {
 // anyone: a worker that steals from a busy or stalled one takes from its
 // inbox too.
 func (w *worker) pushWoken(t *Task) {
-	if w.pinned && t.coro.owner != w {
-		w.rt.wakeOn(t.coro.owner, t) // a peer's timer, fired here
+	if w.pinned && t.coro.Load().owner != w {
+		w.rt.wakeOn(t.coro.Load().owner, t) // a peer's timer, fired here
 		return
 	}
 	_ = w.inbox.Push(t)
@@ -699,14 +699,13 @@ func (w *worker) steal() *Task {
 			if v != w && !v.isSearch.Load() && v.lifo.Load() != nil && v.current.Load() != nil {
 				if v.pinned {
 					// Only from a stuck worker (see stuck), and only a
-					// task not yet started: runG is the task's
-					// coroutine's goroutine once that has started (a
+					// task not yet started: one with no coroutine (a
 					// task started since the check is sent back by
 					// runTask).
 					if !v.stuck() {
 						continue
 					}
-					if t := v.lifo.Load(); t != nil && t.runG.Load() == 0 && v.lifo.CompareAndSwap(t, nil) {
+					if t := v.lifo.Load(); t != nil && t.coro.Load() == nil && v.lifo.CompareAndSwap(t, nil) {
 						w.stats.steals.Add(1)
 						w.stats.stolen.Add(1)
 						return t
@@ -986,7 +985,7 @@ func (w *worker) fireTimer(wk Waker) {
 	}
 	if won, _ := t.claim(gen, stWoken); won {
 		// Won the wake: the task is not running, its fields are ours.
-		t.coro.timerWorker = nil
+		t.coro.Load().timerWorker = nil
 		w.pushWoken(t)
 	}
 }
