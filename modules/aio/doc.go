@@ -24,6 +24,11 @@
 // a plain goroutine it costs what package os or net would: a file
 // operation is the system call itself, and a socket operation waits in Go's
 // netpoller (the socket is registered there on its first such wait).
+// Since a goroutine's operations need nothing of the runtime, they go on
+// working once it is closed: an object outlives its runtime (close it
+// yourself), and a constructor given a closed runtime's context still
+// opens one. What needs the workers, such as runtime.SpawnOn, fails with
+// runtime.ErrClosed.
 //
 // A task's read of a regular file (not O_DIRECT) first tries the page
 // cache inline, with preadv2(RWF_NOWAIT): data the cache holds costs one

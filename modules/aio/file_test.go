@@ -476,3 +476,79 @@ func TestFileCancelledContext(t *testing.T) {
 		return nil
 	})
 }
+
+// A plain goroutine's operations need nothing of the runtime (a file
+// operation is the system call, a socket waits in Go's netpoller), so
+// they go on working after the runtime's Close: a File or Conn opened
+// before it reads, writes and closes as before, and a constructor given
+// the closed runtime's context opens a new one. Only task-side calls
+// (SpawnOn) are refused.
+func TestGoroutineIOOutlivesItsRuntime(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend.String(), func(t *testing.T) {
+			name := filepath.Join(t.TempDir(), "f")
+			rt, err := runtime.New(runtime.Config{Workers: 2, IOBackend: backend})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := goroutineCtx(rt)
+			f, err := Create(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rt.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(ctx, []byte("before")); err != nil {
+				t.Fatalf("Write after Close: %v", err)
+			}
+			if err := f.Close(ctx); err != nil {
+				t.Fatalf("Close of the file after the runtime's: %v", err)
+			}
+			if err := WriteFile(ctx, name, []byte("after"), 0o600); err != nil {
+				t.Fatalf("WriteFile after Close: %v", err)
+			}
+			if got, err := ReadFile(ctx, name); err != nil || string(got) != "after" {
+				t.Fatalf("ReadFile after Close = %q, %v", got, err)
+			}
+			accepted := make(chan error, 1)
+			go func() {
+				s, err := ln.Accept(ctx)
+				if err == nil {
+					_, err = s.Write(ctx, []byte("hi"))
+					if cerr := s.Close(ctx); err == nil {
+						err = cerr
+					}
+				}
+				accepted <- err
+			}()
+			c, err := Dial(ctx, "tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatalf("Dial after Close: %v", err)
+			}
+			buf := make([]byte, 2)
+			within(t, 10*time.Second, "ReadFull after Close", func() {
+				if _, err := c.ReadFull(ctx, buf); err != nil || string(buf) != "hi" {
+					t.Errorf("ReadFull after Close = %q, %v", buf, err)
+				}
+			})
+			if err := <-accepted; err != nil {
+				t.Fatalf("server side after Close: %v", err)
+			}
+			if err := c.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := ln.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h := runtime.SpawnOn(rt, func(context.Context) (int, error) { return 0, nil })
+			if _, err := h.Join(context.Background()); !errors.Is(err, runtime.ErrClosed) {
+				t.Fatalf("SpawnOn after Close: Join = %v, want ErrClosed", err)
+			}
+		})
+	}
+}
