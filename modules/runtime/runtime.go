@@ -278,12 +278,13 @@ func (rt *Runtime) localWorker() *worker {
 // only to the worker that owns its coroutine.
 func (rt *Runtime) enqueue(t *Task) {
 	w := rt.localWorker()
-	if w != nil && (!w.pinned || t.coro.Load() == nil || t.coro.Load().owner == w) {
+	c := t.coro.Load()
+	if w != nil && (!w.pinned || c == nil || c.owner == w) {
 		w.pushWakeLocal(t)
 		return
 	}
-	if w = t.worker; w.pinned && t.coro.Load() != nil {
-		w = t.coro.Load().owner
+	if w = t.worker; w.pinned && c != nil {
+		w = c.owner
 	}
 	rt.wakeOn(w, t)
 }

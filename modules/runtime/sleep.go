@@ -33,8 +33,8 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		if at < now {
 			at = math.MaxInt64 // d overflows the clock: forever
 		}
-		t.coro.Load().kind = kindSleep
-		t.coro.Load().sleepUntil = at
+		c := t.coro.Load()
+		c.kind, c.sleepUntil = kindSleep, at
 		return t.suspend(ctx)
 	}
 	return sleepGoroutine(ctx, time.Now().Add(d))
@@ -53,8 +53,8 @@ func SleepUntil(ctx context.Context, deadline time.Time) error {
 		if !deadline.After(now) {
 			return nil
 		}
-		t.coro.Load().kind = kindSleep
-		t.coro.Load().sleepUntil = t.rt.wheelTime(deadline, now)
+		c := t.coro.Load()
+		c.kind, c.sleepUntil = kindSleep, t.rt.wheelTime(deadline, now)
 		return t.suspend(ctx)
 	}
 	return sleepGoroutine(ctx, deadline)

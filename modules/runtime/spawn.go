@@ -76,8 +76,8 @@ func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 				var zero T
 				return zero, ErrSelfJoin
 			}
-			t.coro.Load().kind = kindJoin
-			t.coro.Load().joinTarget = &h.task
+			c := t.coro.Load()
+			c.kind, c.joinTarget = kindJoin, &h.task
 			err = t.suspend(ctx)
 		} else {
 			err = parkGoroutine(ctx, h.task.registerJoiner)

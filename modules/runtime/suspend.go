@@ -277,8 +277,8 @@ func Suspend(ctx context.Context, register func(Waker) bool) error {
 		return ErrNilContext
 	}
 	if t := taskFor(ctx); t != nil {
-		t.coro.Load().kind = kindRegister
-		t.coro.Load().register = register
+		c := t.coro.Load()
+		c.kind, c.register = kindRegister, register
 		return t.suspend(ctx)
 	}
 	return parkGoroutine(ctx, register)

@@ -254,8 +254,8 @@ func (w *worker) onExit() {
 	w.current.Store(nil)
 	if t := w.runningTask; t != nil {
 		w.runningTask = nil
-		if t.coro.Load() != nil {
-			t.coro.Load().goid.Store(0) // its goroutine is gone; the g may be reused
+		if c := t.coro.Load(); c != nil {
+			c.goid.Store(0) // its goroutine is gone; the g may be reused
 		}
 		t.bind(nil)
 		t.body.fail(ErrGoexit)
@@ -579,9 +579,11 @@ func (w *worker) pushLocal(t *Task) {
 // anyone: a worker that steals from a busy or stalled one takes from its
 // inbox too.
 func (w *worker) pushWoken(t *Task) {
-	if w.pinned && t.coro.Load().owner != w {
-		w.rt.wakeOn(t.coro.Load().owner, t) // a peer's timer, fired here
-		return
+	if w.pinned {
+		if o := t.coro.Load().owner; o != w {
+			w.rt.wakeOn(o, t) // a peer's timer, fired here
+			return
+		}
 	}
 	_ = w.inbox.Push(t)
 }
