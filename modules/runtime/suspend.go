@@ -87,7 +87,7 @@ import (
 //   - The task's writes (the coroutine's suspension fields) reach
 //     the worker through the coroutine switch. The publication Store orders
 //     everything the worker did for the wait (the operation started, its
-//     t.ioWorker and t.ioID in startIO, the timer entries) before any party that loads g|W; the
+//     coroutine's ioWorker and ioID in startIO, the timer entries) before any party that loads g|W; the
 //     worker reads the suspension's fields before it, since from that Store
 //     on the task may run elsewhere.
 //   - A cancellation that comes before the publication finds gen-1 and
@@ -107,8 +107,8 @@ import (
 //     back only once the kernel is done with them. No Waker of an I/O wait
 //     reaches claim (its only one is the deadline entry, which cancels);
 //     cancelWait turns a cancellation into stIOCancel, once, and a request
-//     to the ring's worker (t.ioWorker and t.ioID, loaded before the CAS
-//     and still valid since the CAS succeeded), handed over under the
+//     to the ring's worker (the coroutine's ioWorker and ioID, loaded
+//     before the CAS and still valid since the CAS succeeded), handed over under the
 //     ring's lock; that worker submits ASYNC_CANCEL and later reaps the
 //     completion it causes, on the same goroutine, so ioDone sees
 //     stIOCancel and ends the wait Cancelled. A cancellation landing after
