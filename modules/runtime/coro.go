@@ -17,13 +17,13 @@ import (
 // Creating a coroutine costs about a microsecond, a resume and yield about a
 // tenth of that, hence the pool.
 type coro struct {
-	next   func() (struct{}, bool)
-	stop   func()
-	yield  func(struct{}) bool
-	goid   atomic.Uintptr // identity (getg) of the coroutine's goroutine, set when it starts
-	task   *Task
-	taskID atomic.Uint64 // id of task, for the watchdog's report
-	owner  *worker       // the worker that created it: on pinned workers, the only one that may resume it
+	next    func() (struct{}, bool)
+	stop    func()
+	yield   func(struct{}) bool
+	goid    atomic.Uintptr // identity (getg) of the coroutine's goroutine, set when it starts
+	task    *Task
+	watched atomic.Pointer[Task] // task, for the watchdog (which reads it from its own goroutine)
+	owner   *worker              // the worker that created it: on pinned workers, the only one that may resume it
 
 	// Why the task switched back, and the suspension it asks the worker
 	// to complete. They live here, not in Task, because only a task that
@@ -176,7 +176,7 @@ func newCoro(owner *worker, t *Task) *coro {
 			}
 		}
 	})
-	c.taskID.Store(t.id)
+	c.watched.Store(t)
 	t.bind(c)
 	return c
 }

@@ -59,7 +59,7 @@ func (rt *Runtime) noteFailure(t *Task, err error) {
 	if cerr := t.Err(); cerr != nil && errors.Is(err, cerr) {
 		return // the task's own cancellation
 	}
-	rec := &failureRec{rt: rt, id: t.id, rootID: t.rootID(), err: err}
+	rec := &failureRec{rt: rt, id: t.ID(), rootID: t.rootID(), err: err}
 	t.mu.Lock()
 	t.extLocked().failure = rec
 	t.mu.Unlock()
@@ -83,7 +83,7 @@ func (t *Task) rootID() uint64 {
 	for t.treeParent != nil && t.treeParent != t.rt.root {
 		t = t.treeParent
 	}
-	return t.id
+	return t.ID()
 }
 
 // observed marks t's failure, if any, as seen by a Join.

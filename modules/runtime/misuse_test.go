@@ -245,6 +245,9 @@ func TestZeroJoinHandleFailsAtOnce(t *testing.T) {
 			if id := h.ID(); id != 0 {
 				return fmt.Errorf("ID = %d, want 0", id)
 			}
+			if h.Spawned() {
+				return errors.New("Spawned = true")
+			}
 			return nil
 		})
 		if err != nil {

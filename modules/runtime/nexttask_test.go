@@ -46,7 +46,7 @@ func TestNextTaskServesInboxFirstAndEveryQueueEachTurn(t *testing.T) {
 			for _, q := range qs {
 				for i := range q.tasks {
 					id++
-					q.tasks[i] = &Task{id: id}
+					q.tasks[i] = &Task{}
 					q.tasks[i].coro.Store(&coro{})
 					switch q.name {
 					case "inbox":

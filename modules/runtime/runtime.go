@@ -347,10 +347,6 @@ var testHookRootKid, testHookCloseIdle func()
 // since New looks like.
 var testHookStart func(time.Time) time.Time
 
-// idShift leaves room in task ids for the spawning worker's index, so
-// workers number their tasks without sharing a counter.
-const idShift = 11 // > log2(maxWorkers+1)
-
 // newTask prepares t to run body as a child of parent (the spawning task, or
 // the runtime's root) with ctx as its context parent; w is the worker of
 // parent when parent itself spawns, on its coroutine (Spawn), and nil
@@ -362,12 +358,6 @@ func (rt *Runtime) newTask(t *Task, body taskBody, parent *Task, ctx context.Con
 	t.rt = rt
 	t.body = body
 	t.treeParent = parent
-	if w != nil {
-		w.nextID++
-		t.id = w.nextID<<idShift | uint64(w.id+1)
-	} else {
-		t.id = rt.nextID.Add(1) << idShift
-	}
 	if w != nil {
 		// Spawned by parent itself, on its coroutine (Spawn).
 		parent.addOwnKid()

@@ -292,7 +292,59 @@ func TestCloseIsIdempotentAndRefusesNewWork(t *testing.T) {
 	if _, err := h.Join(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SpawnOn after Close: Join = %v", err)
 	}
+	if h.Spawned() || h.ID() != 0 {
+		t.Fatalf("SpawnOn after Close: Spawned = %v, ID = %d; want false, 0", h.Spawned(), h.ID())
+	}
 	goleak.VerifyNone(t, ignore)
+}
+
+// Task ids are given when first asked for: unique within the runtime,
+// stable once given (the handle's, the task's own and String agree, from
+// any goroutine, also after the task ended), and never 0.
+func TestTaskIDsAreUniqueAndStable(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	const n = 200
+	ids := make([]uint64, n)
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		hs := make([]*JoinHandle[uint64], n)
+		for i := range hs {
+			hs[i] = Spawn(ctx, func(ctx context.Context) (uint64, error) {
+				if i%2 == 0 {
+					Yield(ctx)
+				}
+				return Current(ctx).ID(), nil
+			})
+			if !hs[i].Spawned() {
+				return 0, fmt.Errorf("task %d: Spawned = false", i)
+			}
+		}
+		var wg sync.WaitGroup
+		for i, h := range hs {
+			// Asked from the task and from a goroutine at once.
+			wg.Go(func() { ids[i] = h.ID() })
+		}
+		wg.Wait()
+		for i, h := range hs {
+			own, err := h.Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			if own != ids[i] || h.ID() != ids[i] || h.task.String() != "faio task "+itoa(ids[i]) {
+				return 0, fmt.Errorf("task %d: own id %d, handle %d then %d, %s", i, own, ids[i], h.ID(), h.task.String())
+			}
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for i, id := range ids {
+		if id == 0 || seen[id] {
+			t.Fatalf("task %d: id %d is 0 or given twice", i, id)
+		}
+		seen[id] = true
+	}
 }
 
 func TestSpawnWithoutTaskFails(t *testing.T) {

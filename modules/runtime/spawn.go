@@ -17,7 +17,7 @@ type JoinHandle[T any] struct {
 	val  T
 	// out holds the task's function until the task runs it, then the
 	// error the task ended with (nil for none). One slot for both keeps
-	// a JoinHandle[struct{}] at 160 bytes (see TestTaskFitsItsSizeClass).
+	// a JoinHandle[struct{}] at 144 bytes (see TestTaskFitsItsSizeClass).
 	out any
 }
 
@@ -46,7 +46,6 @@ func failed[T any](err error) *JoinHandle[T] {
 	h := &JoinHandle[T]{out: err}
 	h.task.flags.Store(flagCompleted | flagExternal | flagCancelled) // its context is Background
 	h.task.ext = &taskExt{finishCh: closedChan, doneCh: closedChan}
-	h.task.errv.Store(&err)
 	return h
 }
 
@@ -136,12 +135,20 @@ func (h *JoinHandle[T]) Done() <-chan struct{} {
 }
 
 // ID returns the task's id (0 for a task that could not be spawned, and
-// for a nil or zero handle).
+// for a nil or zero handle). Ids are given when first asked for (see
+// Task.ID); to tell whether a spawn happened, Spawned is cheaper.
 func (h *JoinHandle[T]) ID() uint64 {
 	if h == nil {
 		return 0
 	}
-	return h.task.id
+	return h.task.ID()
+}
+
+// Spawned reports whether the handle's task was spawned: false when Spawn
+// or SpawnOn could not start it (a nil context, no runtime, a closed
+// runtime: Join returns which) and for a nil or zero handle.
+func (h *JoinHandle[T]) Spawned() bool {
+	return h != nil && h.task.rt != nil
 }
 
 // Spawn starts fn as a new task in the runtime of the task that ctx belongs
@@ -294,7 +301,7 @@ func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error)
 		return zero, ErrClosed
 	}
 	<-h.task.ext.onDetach
-	rt.reportUnobserved(h.task.id, false)
+	rt.reportUnobserved(h.task.ID(), false)
 	if rt.closing.Load() && errors.Is(h.task.Err(), context.Canceled) {
 		return zero, closedErr(h)
 	}
@@ -359,7 +366,7 @@ func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, 
 	}
 	for _, h := range handles {
 		<-h.task.ext.onDetach
-		rt.reportUnobserved(h.task.id, false)
+		rt.reportUnobserved(h.task.ID(), false)
 	}
 	if closed || rt.closing.Load() {
 		return nil, closedErr(handles...)

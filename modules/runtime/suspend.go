@@ -92,7 +92,7 @@ import (
 //     on the task may run elsewhere.
 //   - A cancellation that comes before the publication finds gen-1 and
 //     does nothing; the worker's check of ctx.Err() after its Store catches
-//     it (Dekker: Task.cancel stores errv, then loads wstate for
+//     it (Dekker: Task.cancel sets flagCancelled, then loads wstate for
 //     stSelfCancel; a derived context sets its error, then runs the
 //     AfterFunc; the worker stores wstate, then loads the error).
 //   - stRegistering defers the queueing to the worker: a claim that lands

@@ -172,7 +172,7 @@ func newSuspendModel(t *rapid.T) *suspendModel {
 	eng := &modelEngine{ops: map[driver.OpID]*modelOp{}, w: w}
 	w.io = eng
 	rt.workers = []*worker{w}
-	task := &Task{rt: rt, id: 1, worker: w}
+	task := &Task{rt: rt, worker: w}
 	task.coro.Store(&coro{task: task})
 	task.flags.Store(flagExternal) // spawned with Background
 	return &suspendModel{w: w, eng: eng, task: task}
@@ -275,8 +275,7 @@ func (m *suspendModel) suspend(t *rapid.T) {
 		// Each wait gets a live context, so that every wait can race
 		// the task's own cancellation (a model-only shortcut: a real task
 		// stays cancelled).
-		task.errv.Store(nil)
-		task.flags.And(^uint32(flagCancelled))
+		task.flags.And(^uint32(flagCancelled | flagDeadline))
 		w.ctx = task
 	} else {
 		w.ctx, w.cancel = context.WithCancel(context.Background())

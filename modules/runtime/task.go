@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -39,7 +40,6 @@ import (
 // of it is running.
 type Task struct {
 	rt   *Runtime
-	id   uint64
 	body taskBody
 
 	// treeParent is the task above this one in the tree (the spawning
@@ -50,8 +50,9 @@ type Task struct {
 	// cancellation reaches the task through context.AfterFunc.
 	treeParent *Task
 
-	errv  atomic.Pointer[error] // set once, by cancel
-	kids  atomic.Int64          // live children, plus kidsFinished and kidCredit
+	kids atomic.Int64 // live children, plus kidsFinished and kidCredit
+	// flags holds the bits below, among them the cancellation: set once,
+	// by cancel, with the error it carries (flagCancelled, flagDeadline).
 	flags atomic.Uint32
 	// kidCredit is the part of kids paid in advance by the task's own
 	// spawns (see addOwnKid). Only the task's coroutine touches it, and
@@ -94,6 +95,7 @@ type taskExt struct {
 	follow     func()        // detaches a task out of the tree from its parents (see follow)
 	onDetach   chan struct{} // closed when the task leaves the tree (BlockOn roots)
 	failure    *failureRec   // a failure waiting to be joined or reported
+	id         uint64        // the task's id, given when first asked (flagID)
 }
 
 // Bits of Task.flags.
@@ -106,8 +108,22 @@ const (
 	flagParentExt             // with flagExternal: the parent context is ext.parent, not Background
 	flagLabels                // ext.labels holds the spawner's profiler labels
 	flagWatched               // AfterFunc was called: a derived context may wait for the cancellation
-	flagCancelled             // errv is set (Err's one-load fast path)
+	flagCancelled             // cancelled: Err is context.Canceled, or DeadlineExceeded with flagDeadline
+	flagDeadline              // with flagCancelled: the error is context.DeadlineExceeded
+	flagID                    // ext.id is set
 )
+
+// cancelled reports whether the task's context was cancelled.
+func (t *Task) cancelled() bool { return t.flags.Load()&flagCancelled != 0 }
+
+// cancelErr is the error of a cancellation with flags f (flagCancelled
+// set).
+func cancelErr(f uint32) error {
+	if f&flagDeadline != 0 {
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
+}
 
 // parentCtx returns the context the task was spawned with.
 func (t *Task) parentCtx() context.Context {
@@ -188,7 +204,7 @@ func (t *Task) Done() <-chan struct{} {
 	t.mu.Lock()
 	e := t.extLocked()
 	if e.doneCh == nil {
-		if t.errv.Load() != nil {
+		if t.cancelled() {
 			e.doneCh = closedChan
 		} else {
 			e.doneCh = make(chan struct{})
@@ -205,7 +221,7 @@ func (t *Task) Done() <-chan struct{} {
 // cancelled or its last AfterFunc is stopped. Without AfterFuncs waiting
 // it does nothing.
 func (t *Task) follow() {
-	if t.errv.Load() != nil {
+	if t.cancelled() {
 		return
 	}
 	t.mu.Lock()
@@ -229,7 +245,7 @@ func (t *Task) follow() {
 	}
 	t.mu.Lock()
 	e := t.extLocked()
-	if e.follow != nil || t.errv.Load() != nil || len(e.afterFuncs) == 0 {
+	if e.follow != nil || t.cancelled() || len(e.afterFuncs) == 0 {
 		// Another follow won, t was cancelled, or its last AfterFunc
 		// stopped meanwhile.
 		t.mu.Unlock()
@@ -248,7 +264,7 @@ func (t *Task) follow() {
 // cancelled (flagCancelled, raised by cancel before anything could tell of
 // it) and nothing else needs asking: it is in the tree, where its parent's
 // cancellation is pushed to it, and its parent context is not a foreign one.
-// One atomic load: with a second, for errv, Err is too big to inline.
+// One atomic load.
 func (t *Task) Err() error {
 	if t.flags.Load()&(flagLinked|flagParentExt|flagCancelled) == flagLinked {
 		return nil
@@ -259,10 +275,10 @@ func (t *Task) Err() error {
 // errSlow is Err for a cancelled task, a task out of the tree, and a task
 // spawned from a foreign context.
 func (t *Task) errSlow() error {
-	if p := t.errv.Load(); p != nil {
-		return *p
-	}
 	f := t.flags.Load()
+	if f&flagCancelled != 0 {
+		return cancelErr(f)
+	}
 	if f&flagLinked == 0 && t.treeParent != nil {
 		// Not in the tree (yet, or any more: it finished and left): a
 		// cancellation of the parent is not pushed to us. Asked, the
@@ -310,7 +326,7 @@ func (t *Task) AfterFunc(f func()) (stop func() bool) {
 	t.link()
 	a := &afterFunc{f: f}
 	t.mu.Lock()
-	if t.errv.Load() != nil {
+	if t.cancelled() {
 		t.mu.Unlock()
 		a.done = true
 		// Not on the caller's goroutine, as context.AfterFunc: the
@@ -357,11 +373,28 @@ func (t *Task) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-// ID returns the task's id, unique within its runtime.
-func (t *Task) ID() uint64 { return t.id }
+// ID returns the task's id, unique within its runtime (0 for a task that
+// was never spawned). Ids are given when first asked for, in that order:
+// most tasks are never asked, and a task without one is 8 bytes smaller.
+func (t *Task) ID() uint64 {
+	if t == nil || t.rt == nil {
+		return 0
+	}
+	if t.flags.Load()&flagID == 0 {
+		t.mu.Lock()
+		if t.flags.Load()&flagID == 0 {
+			t.extLocked().id = t.rt.nextID.Add(1)
+			// Behind the flag, as newTask's ext fields: a reader that
+			// sees it set sees ext and its id.
+			t.flags.Or(flagID)
+		}
+		t.mu.Unlock()
+	}
+	return t.ext.id
+}
 
 // String describes the task for logs and errors.
-func (t *Task) String() string { return "faio task " + itoa(t.id) }
+func (t *Task) String() string { return "faio task " + itoa(t.ID()) }
 
 // Current returns the task whose context ctx is or derives from, or nil.
 func Current(ctx context.Context) *Task {
@@ -422,7 +455,7 @@ func (t *Task) bind(c *coro) {
 // As with package context's cancel, every linked descendant is cancelled
 // once cancel returns, also when another cancel of t won the race: the
 // winner marks t and its linked descendants under t.mu (markKidsLocked), so
-// the loser, which finds errv set under the same lock, has nothing left to
+// the loser, which finds flagCancelled set under the same lock, has nothing left to
 // do. It must not push the cancellation down itself: a task cancelled by
 // each of its many children (a group whose members cancel it when they
 // fail, an AfterFunc of each) would then walk all its children once per
@@ -463,14 +496,25 @@ func (t *Task) markKidsLocked(err error, marked []*Task) []*Task {
 // has one, and reports whether it did. Until notify has run, nothing tells
 // of the cancellation but Err.
 //
-// flagCancelled goes up before errv is set: Err's fast path answers nil
-// only while the flag is down, so whoever has seen errv set (Done, which
-// answers from it, another cancel that lost the race) cannot read a nil
-// Err afterwards. (The flag up and errv not yet set answers nil too, from
-// errSlow: the cancellation has not happened yet.)
+// The error is one of the two a context's Err may return (context.Context
+// says so), so it is kept as a bit beside flagCancelled, set with it in one
+// CAS: Err needs one load, and a cancellation allocates nothing. A context
+// that breaks that contract and ends with another error cancels the task
+// with context.Canceled, or with DeadlineExceeded if its error wraps that.
 func (t *Task) mark(err error) bool {
-	t.flags.Or(flagCancelled)
-	return t.errv.CompareAndSwap(nil, &err)
+	set := uint32(flagCancelled)
+	if err == context.DeadlineExceeded || err != context.Canceled && errors.Is(err, context.DeadlineExceeded) {
+		set |= flagDeadline
+	}
+	for {
+		f := t.flags.Load()
+		if f&flagCancelled != 0 {
+			return false
+		}
+		if t.flags.CompareAndSwap(f, f|set) {
+			return true
+		}
+	}
 }
 
 // notify is the second half of cancel, for the tasks whose error one cancel
@@ -595,8 +639,8 @@ func (t *Task) linkSlow() {
 	// linked parent), so marking it marks its part of the tree, as
 	// markKidsLocked would have. The rest of the cancellation follows the
 	// unlock.
-	cancelled := p.errv.Load()
-	marked := cancelled != nil && t.mark(*cancelled)
+	pf := p.flags.Load()
+	marked := pf&flagCancelled != 0 && t.mark(cancelErr(pf))
 	t.flags.Or(flagLinked)
 	if t.kids.Load() == kidsFinished {
 		// t finished with no child left: it leaves the tree, or has

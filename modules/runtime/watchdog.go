@@ -15,7 +15,7 @@ const MinStallThreshold = watchdog.MinThreshold
 // runSample is what a worker runs, for the watchdog: a task on a coroutine.
 type runSample struct {
 	c    *coro
-	task uint64 // c.taskID when sampled
+	task *Task // c.watched when sampled
 }
 
 // watchedWorkers shows the runtime's workers to its watchdog.
@@ -35,7 +35,7 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 		// behind it waited for the stall to end (found when a faiohttp
 		// handler blocking in a plain select held up the watch for its
 		// client, spawned to its worker's LIFO slot).
-		s.Running = runSample{c, c.taskID.Load()}
+		s.Running = runSample{c, c.watched.Load()}
 		s.Waiting = w.local.Len() + w.inbox.Len()
 		if w.pinned {
 			s.Waiting += int(w.mineLen.Load()) + w.placed.Len()
@@ -71,7 +71,7 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 func (r *watchedWorkers) Stalled(i int, what any, d time.Duration, waiting int) {
 	run := what.(runSample)
 	if f := r.cfg.OnStall; f != nil {
-		f(StallInfo{Worker: i, TaskID: run.task, Running: d, Waiting: waiting})
+		f(StallInfo{Worker: i, TaskID: run.task.ID(), Running: d, Waiting: waiting})
 	}
 	// Thieves may now take the tasks not yet started from a pinned
 	// worker (see worker.stuck).

@@ -40,7 +40,7 @@ type worker struct {
 	// spawn or resumption: they sit on cache lines of their own, apart
 	// from the read-only fields above and the owner's below, which would
 	// otherwise miss in cache whenever a thief, a waker or the watchdog
-	// looks (W1 spent 15% of newTask loading nextID from the line that
+	// looks (W1 spent 15% of newTask loading a field from the line that
 	// held parked and isSearch).
 	_ cacheLinePad
 	// lifo holds the task this worker's running task spawned last: it
@@ -85,8 +85,7 @@ type worker struct {
 	owed  int64
 
 	tick      uint32
-	nextID    uint64 // ids of the tasks this worker spawns
-	searching bool   // counted as searching in rt.sm (isSearch tells peers)
+	searching bool // counted as searching in rt.sm (isSearch tells peers)
 
 	runningTask *Task // the task being resumed
 	handoff     *Task // runInline's pick, or a pausing spawner, for the loop to resume next
@@ -289,7 +288,7 @@ func (w *worker) runTask(t *Task) {
 			c = w.coros[n-1]
 			w.coros = w.coros[:n-1]
 			c.task = t
-			c.taskID.Store(t.id)
+			c.watched.Store(t)
 			t.bind(c)
 		} else {
 			c = newCoro(w, t)
@@ -341,6 +340,7 @@ func (w *worker) runTask(t *Task) {
 		// failed with ErrGoexit; its coroutine waits for shutdown.
 		w.current.Store(nil)
 		c.task = nil
+		c.watched.Store(nil)
 		w.retired = append(w.retired, c)
 		t.bind(nil)
 		w.finish(t)
@@ -442,7 +442,10 @@ func (w *worker) spreadTarget() *worker {
 
 // poolCoro keeps the coroutine of a finished task for the next one.
 func (w *worker) poolCoro(c *coro) {
+	// Neither keeps the task: a dropped handle's failure is reported
+	// when the collector frees it (see reportIfDropped).
 	c.task = nil
+	c.watched.Store(nil)
 	if len(w.coros) < maxIdleCoros {
 		w.coros = append(w.coros, c)
 	} else {
@@ -495,7 +498,7 @@ func (w *worker) runInline(c *coro) bool {
 	t.worker = w
 	t.bind(c)
 	c.task, c.budget = t, 0
-	c.taskID.Store(t.id)
+	c.watched.Store(t)
 	w.runningTask = t
 	return true
 }
