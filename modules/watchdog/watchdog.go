@@ -142,14 +142,16 @@ func (d *Watchdog) run() {
 			return
 		case now := <-ticker.C:
 			if d.allParked() {
-				if d.sleep(ticker) {
-					return
-				}
 				// What was sampled before the sleep says nothing about
 				// now: a task on the same pooled coroutine with the
 				// same heartbeat would pass for a stall already
-				// reported.
+				// reported. Cleared before the sleep, not after: a
+				// sample may hold what the workers ran (a task), which
+				// must not stay reachable for as long as they idle.
 				clear(samples)
+				if d.sleep(ticker) {
+					return
+				}
 				continue
 			}
 			for i := range samples {
