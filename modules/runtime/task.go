@@ -125,6 +125,10 @@ func cancelErr(f uint32) error {
 	return context.Canceled
 }
 
+// cancelledErr is the error of the task's cancellation, once cancel has
+// returned.
+func (t *Task) cancelledErr() error { return cancelErr(t.flags.Load()) }
+
 // parentCtx returns the context the task was spawned with.
 func (t *Task) parentCtx() context.Context {
 	f := t.flags.Load()
@@ -285,7 +289,7 @@ func (t *Task) errSlow() error {
 		// parent answers the same way if it is out of the tree too.
 		if err := t.treeParent.Err(); err != nil {
 			t.cancel(err)
-			return err
+			return t.cancelledErr()
 		}
 	}
 	if f&(flagExternal|flagParentExt) == flagExternal|flagParentExt {
@@ -293,8 +297,11 @@ func (t *Task) errSlow() error {
 		// has, answer from the parent so Err never lags behind it. (A
 		// parent context of Background, flagExternal alone, cannot end.)
 		if err := t.ext.parent.Err(); err != nil {
+			// What the cancellation recorded (another may have won it,
+			// and a parent breaking the contract is mapped to Canceled):
+			// every later Err answers from the flags.
 			t.cancel(err)
-			return err
+			return t.cancelledErr()
 		}
 	}
 	return nil
