@@ -12,7 +12,7 @@ import (
 // Only a task's own coroutine passes isRunning: goroutines and other tasks
 // (among them later tasks run on the same pooled coroutine) asking with a
 // task's context, while tasks finish and coroutines are reused, never do.
-func TestReviewIsRunningOnlyOnOwnCoroutine(t *testing.T) {
+func TestIsRunningOnlyOnOwnCoroutine(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 4})
 	ctxs := make(chan context.Context, 1024)
 	var bad atomic.Int64

@@ -11,7 +11,7 @@ import (
 // A failed task whose handle was dropped is reported once the collector
 // frees the handle, also when the watchdog sampled the task while it ran
 // and then went to sleep with every worker parked.
-func TestReviewDroppedFailureNotRetainedByWatchdog(t *testing.T) {
+func TestDroppedFailureNotRetainedByWatchdog(t *testing.T) {
 	var fl failureLog
 	rt := newRuntime(t, Config{Workers: 1, StallThreshold: 2 * time.Millisecond, OnTaskFailure: fl.hook})
 	ended := make(chan struct{})

@@ -21,7 +21,7 @@ func (c brokenCtx) Err() error {
 }
 
 // A task's Err answers the same every time once it is non-nil.
-func TestReviewErrStableUnderBrokenParent(t *testing.T) {
+func TestErrStableUnderBrokenParent(t *testing.T) {
 	rt := newRuntime(t, Config{Workers: 1})
 	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 		cctx, cancel := context.WithCancel(ctx)

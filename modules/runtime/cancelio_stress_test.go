@@ -16,7 +16,7 @@ import (
 // task's I/O: a stale load in cancelWait would send ASYNC_CANCEL for the
 // other task's operation, whose recv would then fail though nobody
 // cancelled it.
-func TestReviewStressSelfCancelIONeverHitsAnotherTask(t *testing.T) {
+func TestStressSelfCancelIONeverHitsAnotherTask(t *testing.T) {
 	rt := newRingRuntime(t, Config{Workers: 2})
 	const pairs = 32
 	type sp struct{ a, b int }
