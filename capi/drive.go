@@ -66,7 +66,7 @@ func spawnJob(ctx context.Context, s *rtState, j job, backlog *[]job) {
 		drive(ctx, s, j)
 		return struct{}{}, nil
 	})
-	if h.ID() == 0 {
+	if !h.Spawned() {
 		*backlog = append(*backlog, j)
 	}
 }

@@ -101,7 +101,7 @@ func (s *rtState) start(token uint64, j job) int32 {
 		drive(ctx, s, j)
 		return struct{}{}, nil
 	})
-	if h.ID() == 0 {
+	if !h.Spawned() {
 		return codeESHUTDOWN
 	}
 	return codeOK
