@@ -19,16 +19,6 @@ type countdown struct {
 	waiters waitList
 }
 
-// add adds delta to the count and returns the new count, waking the
-// waiters if it is zero.
-func (c *countdown) add(delta int64) int64 {
-	v := c.count.Add(delta)
-	if v == 0 {
-		c.reachedZero()
-	}
-	return v
-}
-
 // reachedZero wakes the waiters after a change brought the count to zero,
 // if the count is still zero.
 //

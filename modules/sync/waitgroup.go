@@ -15,11 +15,30 @@ type WaitGroup struct {
 }
 
 // Add adds delta, which may be negative, to the counter. When the counter
-// becomes zero, every Wait returns. Add panics if the counter goes
-// negative.
+// becomes zero, every Wait returns. Add panics if the counter would go
+// negative (as sync.WaitGroup does) or overflow; unlike sync.WaitGroup's,
+// the counter is then left as it was, so a program that recovers from the
+// panic still counts right.
 func (wg *WaitGroup) Add(delta int) {
-	if wg.c.add(int64(delta)) < 0 {
-		panic("faio/sync: negative WaitGroup counter")
+	c := &wg.c
+	for {
+		v := c.count.Load()
+		n := v + int64(delta)
+		switch {
+		case delta < 0 && n < 0:
+			panic("faio/sync: negative WaitGroup counter")
+		case delta > 0 && n < v:
+			panic("faio/sync: WaitGroup counter overflow")
+		}
+		// A compare-and-swap, not an Add: a counter taken below zero
+		// even for a moment could be brought to a false zero by a
+		// concurrent Add, releasing the Waits.
+		if c.count.CompareAndSwap(v, n) {
+			if n == 0 {
+				c.reachedZero()
+			}
+			return
+		}
 	}
 }
 

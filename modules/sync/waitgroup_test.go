@@ -78,6 +78,40 @@ func TestWaitGroupNegativePanics(t *testing.T) {
 	wg.Done()
 }
 
+// An Add that would take the counter below zero, or past the largest
+// count, panics and leaves the counter as it was: a program that recovers
+// still has a WaitGroup that counts right. (Before, the counter stayed at
+// -1, and the next Add(1) brought it to zero and released the Waits.)
+func TestWaitGroupBadAddPanicsAndKeepsTheCounter(t *testing.T) {
+	addPanics := func(wg *WaitGroup, delta int, want string) {
+		t.Helper()
+		defer func() {
+			if r := recover(); r != want {
+				t.Fatalf("Add(%d) recovered %v, want %q", delta, r, want)
+			}
+		}()
+		wg.Add(delta)
+	}
+	var wg WaitGroup
+	wg.Add(1)
+	wg.Done()
+	addPanics(&wg, -1, "faio/sync: negative WaitGroup counter")
+	wg.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := wg.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait with one Add outstanding after the bad Done = %v, want it to wait", err)
+	}
+	addPanics(&wg, -2, "faio/sync: negative WaitGroup counter")
+	wg.Add(1 << 62)
+	addPanics(&wg, 1<<62, "faio/sync: WaitGroup counter overflow")
+	wg.Add(-(1 << 62))
+	wg.Done()
+	if err := wg.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Many rounds of Add/Done racing with Waits: no Wait is left behind.
 func TestWaitGroupStress(t *testing.T) {
 	rounds := 300
