@@ -10,7 +10,7 @@ import (
 // A Barrier lets a fixed number of parties wait for each other: each calls
 // Wait, and all of them return once the last has arrived. The barrier then
 // starts a new generation, so it can be used again and again. Create one
-// with NewBarrier.
+// with NewBarrier: the zero Barrier has no parties, and its Wait panics.
 type Barrier struct {
 	n       int
 	mu      sync.Mutex
@@ -36,7 +36,13 @@ func NewBarrier(n int) *Barrier {
 // party. A generation that completed counts everyone in it: a party whose
 // ctx is done at the same moment returns nil, not ctx.Err(). Wait with a
 // done ctx returns ctx.Err() without arriving.
+//
+// Wait panics on a Barrier not made by NewBarrier, whose generation could
+// never be complete.
 func (b *Barrier) Wait(ctx context.Context) (leader bool, err error) {
+	if b.n == 0 {
+		panic("faio/sync: Wait on a Barrier not made by NewBarrier")
+	}
 	if err := runtime.Consume(ctx); err != nil {
 		return false, err
 	}

@@ -7,6 +7,7 @@ import (
 	gosync "sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/faio-go/faio/modules/runtime"
 )
@@ -108,4 +109,33 @@ func TestBarrierCancelWithdraws(t *testing.T) {
 		}
 	}()
 	NewBarrier(0)
+}
+
+// The zero Barrier has no parties and could never trip: its Wait panics,
+// naming the misuse, instead of waiting for good (it used to count the
+// caller in and wait for an n that is 0).
+func TestZeroBarrierWaitPanics(t *testing.T) {
+	const want = "faio/sync: Wait on a Barrier not made by NewBarrier"
+	var b Barrier
+	// The timeout only bounds the test where Wait waits.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	func() {
+		defer func() {
+			if r := recover(); r != want {
+				t.Errorf("goroutine: recovered %v, want %q", r, want)
+			}
+		}()
+		_, _ = b.Wait(ctx)
+	}()
+	rt := newRuntime(t, 1)
+	_, err := runtime.BlockOn(rt, func(tctx context.Context) (bool, error) {
+		tctx, cancel := context.WithTimeout(tctx, time.Second)
+		defer cancel()
+		return b.Wait(tctx)
+	})
+	var pe *runtime.PanicError
+	if !errors.As(err, &pe) || pe.Value != want {
+		t.Fatalf("task: BlockOn = %v, want the task's panic", err)
+	}
 }

@@ -36,10 +36,14 @@ type Cond struct {
 // takes, so that Wait can keep its promise to return with mu held.
 //
 // A nil ctx is refused with runtime.ErrNilContext (mu still held), before
-// pred is called: whether it would have waited does not matter.
+// pred is called: whether it would have waited does not matter. A nil mu
+// panics, likewise before pred is called.
 func (c *Cond) Wait(ctx context.Context, mu *Mutex, pred func() bool) error {
 	if ctx == nil {
 		return runtime.ErrNilContext
+	}
+	if mu == nil {
+		panic("faio/sync: Cond.Wait with a nil mutex")
 	}
 	if pred == nil {
 		return c.wait(ctx, mu)

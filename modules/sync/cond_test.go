@@ -318,3 +318,21 @@ func TestCondWaitWithAnUnlockedMutexFailsTheTask(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A nil mutex is named in Wait's panic, whether or not pred holds, rather
+// than dereferenced (a bare nil-pointer fault, and only once Wait had to
+// wait).
+func TestCondWaitWithANilMutexPanics(t *testing.T) {
+	const want = "faio/sync: Cond.Wait with a nil mutex"
+	var c Cond
+	for _, pred := range []func() bool{nil, func() bool { return true }, func() bool { return false }} {
+		func() {
+			defer func() {
+				if r := recover(); r != want {
+					t.Errorf("recovered %v, want %q", r, want)
+				}
+			}()
+			_ = c.Wait(context.Background(), nil, pred)
+		}()
+	}
+}

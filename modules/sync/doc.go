@@ -26,7 +26,12 @@
 // woken, never on their uncontended paths. Waiters are served in the order
 // they queued.
 //
-// Panics are kept to the misuses package sync also panics on: unlocking
-// an unlocked lock, a negative WaitGroup counter, releasing more semaphore
-// permits than held.
+// Panics are kept to misuses, each named in the panic's message: those
+// package sync also panics on (unlocking an unlocked lock, a negative
+// WaitGroup counter, Cond.Wait without the lock), their counterparts here
+// (a WaitGroup counter overflow, counting a Latch down below zero,
+// releasing more semaphore permits than held, a negative weight, size or
+// count), a nil mutex given to Cond.Wait, and a Barrier not made by
+// NewBarrier. A panicking call changes nothing: the primitive stays usable.
+// A nil pointer receiver is not checked for, as in package sync.
 package sync
