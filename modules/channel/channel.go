@@ -48,8 +48,29 @@ var lastChanID atomic.Uint64
 
 // end is the state of one Sender or Receiver: whether it was closed.
 // Guarded by the channel's lock.
+//
+// An end must not be copied: a copy would share the channel but not the
+// closed flag, so closing both would count the side down twice. noCopy
+// makes go vet report a copy.
 type end struct {
+	_      noCopy
 	closed bool
+}
+
+// noCopy is go vet's marker for values that must not be copied (see
+// sync.noCopy): copylocks reports a copy of anything holding a Lock method.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// badEnd panics for operation op on a nil or zero Sender or Receiver
+// (side), which has no channel. Out of line, to keep it off the callers'
+// fast paths.
+//
+//go:noinline
+func badEnd(op, side string) {
+	panic("faio/channel: " + op + " on a nil or zero " + side + " (ends come from New and Clone)")
 }
 
 // outcome is what an attempt under the lock came to.
@@ -233,6 +254,13 @@ func (c *channel[T]) closeSender(e *end) error {
 		return errEndClosed
 	}
 	e.closed = true
+	if c.senders == 0 {
+		// A copy of an end whose side has closed (vet reports the
+		// copy): counting it down would take the count below zero,
+		// and receivers would wait for a Sender that does not exist.
+		c.mu.Unlock()
+		return errEndClosed
+	}
 	c.senders--
 	var wakers []runtime.Waker
 	if c.senders == 0 {
@@ -258,6 +286,11 @@ func (c *channel[T]) closeReceiver(e *end) error {
 		return errEndClosed
 	}
 	e.closed = true
+	if c.receivers == 0 {
+		// A copy of an end whose side has closed, as in closeSender.
+		c.mu.Unlock()
+		return errEndClosed
+	}
 	c.receivers--
 	var wakers []runtime.Waker
 	if c.receivers == 0 {

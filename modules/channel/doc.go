@@ -43,6 +43,12 @@
 // buffer has room: nobody would receive it) and the buffered values are
 // dropped. Closing an end twice returns an error and changes no count.
 //
+// An end is used through its pointer and must not be copied (go vet reports
+// a copy). A nil or zero end is bad input: its operations panic with a
+// message naming the operation, where a nil Go channel would block for
+// ever, except Len and Cap, which report 0, and SendCase and RecvCase on a
+// nil end, which return the nil Case that switches a Select case off.
+//
 // # Waiting and cancellation
 //
 // Before it waits, an operation lets its worker's next task run at once

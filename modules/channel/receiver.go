@@ -11,7 +11,10 @@ import (
 // Receiver is a receiving end of a channel. One Receiver may be used by
 // many tasks and goroutines at once; Clone makes another end of the same
 // side, which counts separately for Close. Receivers come from New and
-// Clone; the zero Receiver is not usable.
+// Clone; a Receiver must not be copied (go vet reports a copy). Every
+// method but Len, Cap and RecvCase panics on a nil or zero Receiver,
+// naming the misuse, where a receive from a nil Go channel would block for
+// ever; Len and Cap report 0, as for a nil Go channel.
 type Receiver[T any] struct {
 	ch  *channel[T]
 	end end
@@ -27,6 +30,9 @@ type Receiver[T any] struct {
 // value was taken. A hand-off that wins the race against a cancellation is
 // kept: Recv then returns the value and nil.
 func (r *Receiver[T]) Recv(ctx context.Context) (T, error) {
+	if r == nil || r.ch == nil {
+		badEnd("Recv", "Receiver")
+	}
 	if err := runtime.Consume(ctx); err != nil {
 		var zero T
 		return zero, err
@@ -68,6 +74,9 @@ func (r *Receiver[T]) Recv(ctx context.Context) (T, error) {
 // cooperative budget: a task polling it in a loop should call
 // runtime.Yield.
 func (r *Receiver[T]) TryRecv() (T, error) {
+	if r == nil || r.ch == nil {
+		badEnd("TryRecv", "Receiver")
+	}
 	v, done, err := r.try()
 	if !done {
 		return v, ErrEmpty
@@ -135,6 +144,9 @@ func (r *Receiver[T]) AllErr(ctx context.Context) iter.Seq2[T, error] {
 // Cloning a closed Receiver returns a closed Receiver: a side that has
 // ended cannot be reopened.
 func (r *Receiver[T]) Clone() *Receiver[T] {
+	if r == nil || r.ch == nil {
+		badEnd("Clone", "Receiver")
+	}
 	c := r.ch
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -151,13 +163,30 @@ func (r *Receiver[T]) Clone() *Receiver[T] {
 // buffered are dropped (their sends had succeeded; drain with TryRecv
 // before closing to keep them). Closing a Receiver twice returns an error
 // wrapping ErrClosed and changes nothing.
-func (r *Receiver[T]) Close() error { return r.ch.closeReceiver(&r.end) }
+func (r *Receiver[T]) Close() error {
+	if r == nil || r.ch == nil {
+		badEnd("Close", "Receiver")
+	}
+	return r.ch.closeReceiver(&r.end)
+}
 
-// Len returns the number of buffered values.
-func (r *Receiver[T]) Len() int { return r.ch.len() }
+// Len returns the number of buffered values (0 for a nil or zero
+// Receiver).
+func (r *Receiver[T]) Len() int {
+	if r == nil || r.ch == nil {
+		return 0
+	}
+	return r.ch.len()
+}
 
-// Cap returns the capacity the channel was made with.
-func (r *Receiver[T]) Cap() int { return r.ch.buf.Cap() }
+// Cap returns the capacity the channel was made with (0 for a nil or zero
+// Receiver).
+func (r *Receiver[T]) Cap() int {
+	if r == nil || r.ch == nil {
+		return 0
+	}
+	return r.ch.buf.Cap()
+}
 
 // RecvCase returns a Select case that receives through r and stores the
 // value in *dst when the case fires with one (dst may be nil to discard
@@ -165,9 +194,13 @@ func (r *Receiver[T]) Cap() int { return r.ch.buf.Cap() }
 // receive from a closed Go channel would have stored the zero value. On a
 // nil Receiver it returns a nil Case, which Select never picks: like a nil
 // channel in a select statement, a nil Receiver switches its case off.
+// It panics on a zero Receiver.
 func (r *Receiver[T]) RecvCase(dst *T) Case {
 	if r == nil {
 		return nil
+	}
+	if r.ch == nil {
+		badEnd("RecvCase", "Receiver")
 	}
 	return &recvCase[T]{r: r, dst: dst}
 }

@@ -8,8 +8,11 @@ import (
 
 // Sender is a sending end of a channel. One Sender may be used by many
 // tasks and goroutines at once; Clone makes another end of the same side,
-// which counts separately for Close. Senders come from New and Clone; the
-// zero Sender is not usable.
+// which counts separately for Close. Senders come from New and Clone; a
+// Sender must not be copied (go vet reports a copy). Every method but Len,
+// Cap and SendCase panics on a nil or zero Sender, naming the misuse, where
+// a send on a nil Go channel would block for ever; Len and Cap report 0, as
+// for a nil Go channel.
 type Sender[T any] struct {
 	ch  *channel[T]
 	end end
@@ -27,6 +30,9 @@ type Sender[T any] struct {
 // sent. A hand-off that wins the race against a cancellation is kept:
 // Send then returns nil.
 func (s *Sender[T]) Send(ctx context.Context, v T) error {
+	if s == nil || s.ch == nil {
+		badEnd("Send", "Sender")
+	}
 	// Charged up front: it also refuses a done ctx before anything moves,
 	// and yields now and then a task whose sends never wait.
 	if err := runtime.Consume(ctx); err != nil {
@@ -67,6 +73,9 @@ func (s *Sender[T]) Send(ctx context.Context, v T) error {
 // when the channel or this Sender is closed. TrySend does not charge the
 // cooperative budget: a task polling it in a loop should call runtime.Yield.
 func (s *Sender[T]) TrySend(v T) error {
+	if s == nil || s.ch == nil {
+		badEnd("TrySend", "Sender")
+	}
 	if done, err := s.try(v); done {
 		return err
 	}
@@ -95,6 +104,9 @@ func (s *Sender[T]) try(v T) (done bool, err error) {
 // Cloning a closed Sender returns a closed Sender: a side that has ended
 // cannot be reopened.
 func (s *Sender[T]) Clone() *Sender[T] {
+	if s == nil || s.ch == nil {
+		badEnd("Clone", "Sender")
+	}
 	c := s.ch
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,20 +122,40 @@ func (s *Sender[T]) Clone() *Sender[T] {
 // buffered and then get ErrClosed, and receivers waiting on an empty
 // channel get ErrClosed at once. Closing a Sender twice returns an error
 // wrapping ErrClosed and changes nothing.
-func (s *Sender[T]) Close() error { return s.ch.closeSender(&s.end) }
+func (s *Sender[T]) Close() error {
+	if s == nil || s.ch == nil {
+		badEnd("Close", "Sender")
+	}
+	return s.ch.closeSender(&s.end)
+}
 
-// Len returns the number of buffered values.
-func (s *Sender[T]) Len() int { return s.ch.len() }
+// Len returns the number of buffered values (0 for a nil or zero Sender).
+func (s *Sender[T]) Len() int {
+	if s == nil || s.ch == nil {
+		return 0
+	}
+	return s.ch.len()
+}
 
-// Cap returns the capacity the channel was made with.
-func (s *Sender[T]) Cap() int { return s.ch.buf.Cap() }
+// Cap returns the capacity the channel was made with (0 for a nil or zero
+// Sender).
+func (s *Sender[T]) Cap() int {
+	if s == nil || s.ch == nil {
+		return 0
+	}
+	return s.ch.buf.Cap()
+}
 
 // SendCase returns a Select case that sends v through s. On a nil Sender
 // it returns a nil Case, which Select never picks: like a nil channel in a
-// select statement, a nil Sender switches its case off.
+// select statement, a nil Sender switches its case off. It panics on a
+// zero Sender.
 func (s *Sender[T]) SendCase(v T) Case {
 	if s == nil {
 		return nil
+	}
+	if s.ch == nil {
+		badEnd("SendCase", "Sender")
 	}
 	return &sendCase[T]{s: s, v: v}
 }
