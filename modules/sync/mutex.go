@@ -216,7 +216,9 @@ func (m *Mutex) lockSlow(ctx context.Context) error {
 			return nil
 		}
 	}
-	w := &mutexWaiter{goroutine: runtime.Current(ctx) == nil}
+	// Told by the caller, not by ctx: a goroutine may lock with a task's
+	// context, and a task with context.Background().
+	w := &mutexWaiter{goroutine: !runtime.InTask(ctx)}
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		m.push(w, wk)
 		return true

@@ -441,3 +441,49 @@ func TestMutexUncontendedNoAlloc(t *testing.T) {
 		return nil
 	})
 }
+
+// Unlock yields its thread after handing the lock to a plain goroutine, so
+// that the goroutine runs at once instead of after a preemption slice of
+// the worker (holding the lock all that while). A waiter is a goroutine
+// by what calls Lock, not by its context: a goroutine that locks with a
+// task's context (one a task passed to it) is one, and a task that locks
+// with context.Background() is not. Both used to be told by the context
+// alone; at GOMAXPROCS=1, with another task keeping the worker busy, the
+// goroutine's Lock then took up to 20 ms.
+func TestMutexWaiterKindIsTheCallersNotTheContexts(t *testing.T) {
+	rt := newRuntime(t, 1)
+	var mu Mutex
+	run(t, rt, func(ctx context.Context) error {
+		if err := mu.Lock(ctx); err != nil {
+			return err
+		}
+		var gs goGroup
+		gs.Go(func() error {
+			if err := mu.Lock(ctx); err != nil {
+				return err
+			}
+			mu.Unlock()
+			return nil
+		})
+		waitUntil(ctx, func() bool { return mu.queued() == 1 })
+		if !mu.state.Load().goroutine {
+			return errors.New("a goroutine locking with a task's context is queued as a task")
+		}
+		h := runtime.Spawn(ctx, func(context.Context) (struct{}, error) {
+			if err := mu.Lock(context.Background()); err != nil {
+				return struct{}{}, err
+			}
+			mu.Unlock()
+			return struct{}{}, nil
+		})
+		waitUntil(ctx, func() bool { return mu.queued() == 2 })
+		if mu.state.Load().goroutine {
+			return errors.New("a task locking with context.Background() is queued as a goroutine")
+		}
+		mu.Unlock()
+		if _, err := h.Join(ctx); err != nil {
+			return err
+		}
+		return gs.Wait(ctx)
+	})
+}
