@@ -16,8 +16,10 @@ import (
 // it with Go's netpoller (which would take it over) nor changes its flags
 // for long.
 //
-// A receive or a send (made with MSG_DONTWAIT, so it never blocks,
-// whatever the descriptor's flags) waits in the runtime's readiness poller
+// A receive or a send is made with MSG_DONTWAIT, so it never blocks,
+// whatever the descriptor's flags. If the program's flags hold
+// MSG_DONTWAIT too, that one call is the result, -EAGAIN included, as on
+// a ring. Otherwise the operation waits in the runtime's readiness poller
 // (runtime.RegisterFD) with the task suspended: a duplicate of the
 // descriptor is registered while operations wait on the socket, and
 // unregistered and closed after the last. As on a ring, a waiting
@@ -86,6 +88,7 @@ func (j *ioJob) viaPoller(ctx context.Context, s *rtState) (int64, bool) {
 		// As a ring would not start it: nothing is received or sent.
 		return int64(codeECANCELED), true
 	}
+	dontWait := j.flags&unix.MSG_DONTWAIT != 0
 	var r uintptr
 	var errno error
 	fd := int(j.fd)
@@ -100,7 +103,9 @@ func (j *ioJob) viaPoller(ctx context.Context, s *rtState) (int64, bool) {
 	// Most calls find the socket ready: they cost no registration (an
 	// epoll_ctl each to add and remove). A descriptor added later
 	// reports the readiness it already has, so nothing is missed.
-	if try() {
+	if try() || dontWait {
+		// Done, or the program asked not to wait: -EAGAIN, as the
+		// ring completes such a call.
 		return errnoResult(r, errno), true
 	}
 	e, err := s.pollFDs.acquire(s.rt, fd)
@@ -220,8 +225,12 @@ func (j *ioJob) blocking(ctx context.Context) int64 {
 // pipe's write end) and a write of one open only for reading (EBADF), a
 // read or write of a listening socket (ENOTCONN, EPIPE), and an accept on
 // anything but a listening socket (ENOTSOCK, EINVAL, EOPNOTSUPP) or with
-// flags accept4 refuses (EINVAL).
+// flags accept4 refuses (EINVAL). A receive or send with MSG_DONTWAIT
+// never waits either: it is made once, as the ring makes it.
 func (j *ioJob) failsAtOnce(fd int) bool {
+	if (j.op == uring.OpRecv || j.op == uring.OpSend) && j.flags&unix.MSG_DONTWAIT != 0 {
+		return true
+	}
 	acceptConn, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
 	listening := err == nil && acceptConn != 0
 	switch j.op {

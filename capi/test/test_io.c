@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -365,6 +366,91 @@ static void test_tcp(void)
     close(listen_fd);
 }
 
+/* ---- recv and send flags ---- */
+
+/* A socket call completes as recv(2) and send(2) would with its flags, on
+ * either backend: MSG_DONTWAIT with nothing to do is -EAGAIN at once. */
+struct flagged {
+    int fd;
+    int send;
+    int flags;
+    char *buf;
+    size_t len;
+    int64_t result;
+};
+
+static void flagged_done(void *arg, int64_t result)
+{
+    ((struct flagged *)arg)->result = result;
+}
+
+static void flagged_root(void *arg)
+{
+    struct flagged *f = arg;
+    if (f->send)
+        CHECK_RC(faio_send(rt, f->fd, f->buf, f->len, f->flags, flagged_done, f), 0);
+    else
+        CHECK_RC(faio_recv(rt, f->fd, f->buf, f->len, f->flags, flagged_done, f), 0);
+}
+
+/* run_flagged runs one recv or send in block_on and returns its result. */
+static int64_t run_flagged(int fd, int send, int flags, char *buf, size_t len)
+{
+    struct flagged f = {fd, send, flags, buf, len, 12345};
+    CHECK_RC(faio_block_on(rt, flagged_root, &f), 0);
+    return f.result;
+}
+
+/* A guard that, unless told to stop first, unblocks a hung MSG_DONTWAIT
+ * call after 3 s: it writes a byte to the empty socket's peer and drains
+ * the full socket's peer, so a failure is a FAIL line, not a hang. */
+struct guard {
+    atomic_int stop;
+    int empty_peer, full_peer;
+};
+
+static void *guard_main(void *arg)
+{
+    struct guard *g = arg;
+    for (int i = 0; i < 300 && !atomic_load(&g->stop); i++)
+        usleep(10000);
+    if (atomic_load(&g->stop))
+        return NULL;
+    char b[4096];
+    CHECK(write(g->empty_peer, "x", 1) == 1);
+    while (recv(g->full_peer, b, sizeof b, MSG_DONTWAIT) > 0)
+        ;
+    return NULL;
+}
+
+static void test_dontwait(void)
+{
+    int a[2], b[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b) == 0);
+    char fill[4096];
+    memset(fill, 'f', sizeof fill);
+    while (send(b[0], fill, sizeof fill, MSG_DONTWAIT) > 0)
+        ;
+    struct guard g = {0, a[1], b[1]};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, guard_main, &g) == 0);
+    char buf[16];
+    int64_t start = now_ns();
+    CHECK(run_flagged(a[0], 0, MSG_DONTWAIT, buf, sizeof buf) == -EAGAIN);
+    CHECK(run_flagged(b[0], 1, MSG_DONTWAIT, fill, sizeof fill) == -EAGAIN);
+    CHECK(now_ns() - start < 2000000000); /* at once, not when the guard acts */
+    atomic_store(&g.stop, 1);
+    pthread_join(t, NULL);
+    /* With something to do, MSG_DONTWAIT transfers it. */
+    CHECK(write(a[1], "hey", 3) == 3);
+    CHECK(run_flagged(a[0], 0, MSG_DONTWAIT, buf, sizeof buf) == 3);
+    close(a[0]);
+    close(a[1]);
+    close(b[0]);
+    close(b[1]);
+}
+
 void test_io(void)
 {
     rt = new_runtime(0);
@@ -374,5 +460,6 @@ void test_io(void)
     run_test("file: faio_write of 1 MiB in chunks reads back equal", test_file_write);
     run_test("I/O errors come to the callback as negated errnos", test_io_errors);
     run_test("TCP over loopback: accept, connect, send, recv, close", test_tcp);
+    run_test("recv and send with MSG_DONTWAIT and nothing to do: -EAGAIN at once", test_dontwait);
     CHECK_RC(faio_runtime_free(rt), 0);
 }
