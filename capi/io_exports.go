@@ -167,6 +167,12 @@ type ioJob struct {
 	// faio_io_fn (result).
 	status  bool
 	cb, arg uintptr
+	// On the portable backend only (io_portable.go): all is set for a
+	// recv or send with MSG_WAITALL on a stream socket, which goes on
+	// after short transfers as the ring does, and moved counts the bytes
+	// its earlier calls transferred.
+	all   bool
+	moved int
 }
 
 // Prep fills the SQE for the operation.

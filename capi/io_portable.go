@@ -19,7 +19,10 @@ import (
 // A receive or a send is made with MSG_DONTWAIT, so it never blocks,
 // whatever the descriptor's flags. If the program's flags hold
 // MSG_DONTWAIT too, that one call is the result, -EAGAIN included, as on
-// a ring. Otherwise the operation waits in the runtime's readiness poller
+// a ring; with MSG_WAITALL on a stream socket the operation goes on after
+// short transfers until its whole buffer is done, as on a ring (see
+// sockCall). Otherwise, or to go on, the operation waits in the runtime's
+// readiness poller
 // (runtime.RegisterFD) with the task suspended: a duplicate of the
 // descriptor is registered while operations wait on the socket, and
 // unregistered and closed after the last. As on a ring, a waiting
@@ -42,6 +45,7 @@ const pollSlice = 50 // ms
 // would: a count or a descriptor, or a negated errno, or FAIO_ECANCELED.
 func (j *ioJob) portable(ctx context.Context, s *rtState) int64 {
 	if (j.op == uring.OpRecv || j.op == uring.OpSend) && j.fd >= 0 {
+		j.all = j.flags&unix.MSG_WAITALL != 0 && j.flags&unix.MSG_DONTWAIT == 0 && streamSocket(int(j.fd))
 		if r, ok := j.viaPoller(ctx, s); ok {
 			return r
 		}
@@ -117,7 +121,7 @@ func (j *ioJob) viaPoller(ctx context.Context, s *rtState) (int64, bool) {
 	if err := e.f.Wait(ctx, j.op == uring.OpSend, try); err != nil {
 		// Cancelled: the runtime is shutting down. (The poller closes
 		// only after the last task has ended.)
-		return int64(codeECANCELED), true
+		return j.cancelled(), true
 	}
 	return errnoResult(r, errno), true
 }
@@ -208,6 +212,9 @@ func (j *ioJob) blocking(ctx context.Context) int64 {
 	}
 	for {
 		if r, ok := waitReady(ctx, fd, events); !ok {
+			if r == int64(codeECANCELED) {
+				return j.cancelled()
+			}
 			return r
 		}
 		r, errno := j.call()
@@ -298,9 +305,9 @@ func (j *ioJob) callOn(fdn int) (uintptr, error) {
 		}
 		r, _, errno = unix.Syscall6(trap, fd, uintptr(p), uintptr(len(b)), uintptr(j.off), 0, 0)
 	case uring.OpRecv:
-		r, _, errno = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(p), uintptr(len(b)), uintptr(j.flags|unix.MSG_DONTWAIT), 0, 0)
+		r, errno = j.sockCall(fd, unix.SYS_RECVFROM)
 	case uring.OpSend:
-		r, _, errno = unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(p), uintptr(len(b)), uintptr(j.flags|unix.MSG_DONTWAIT), 0, 0)
+		r, errno = j.sockCall(fd, unix.SYS_SENDTO)
 	case uring.OpAccept:
 		r, _, errno = unix.Syscall6(unix.SYS_ACCEPT4, fd, 0, 0, uintptr(j.flags), 0, 0)
 	default:
@@ -310,6 +317,57 @@ func (j *ioJob) callOn(fdn int) (uintptr, error) {
 		return r, errno
 	}
 	return r, nil
+}
+
+// sockCall makes j's receive or send (trap) on fd without waiting. Unless
+// j.all, that is one call. With j.all (MSG_WAITALL on a stream socket) the
+// calls go on while they transfer bytes, adding up in j.moved, until the
+// buffer is done or the peer has shut down its side; the result is then
+// the total. A call that fails after bytes were transferred returns them
+// and drops its errno, as the ring does, except EAGAIN and EINTR, after
+// which the caller calls again (once the socket is ready, for EAGAIN).
+func (j *ioJob) sockCall(fd, trap uintptr) (uintptr, syscall.Errno) {
+	for {
+		b := j.buf[j.moved:]
+		var p unsafe.Pointer
+		if len(b) > 0 {
+			p = unsafe.Pointer(&b[0])
+		}
+		r, _, errno := unix.Syscall6(trap, fd, uintptr(p), uintptr(len(b)), uintptr(j.flags|unix.MSG_DONTWAIT), 0, 0)
+		if !j.all {
+			return r, errno
+		}
+		switch {
+		case errno == unix.EAGAIN || errno == unix.EINTR:
+			return r, errno
+		case errno != 0 && j.moved == 0:
+			return r, errno
+		case errno != 0 || r == 0:
+			return uintptr(j.moved), 0
+		}
+		j.moved += int(r)
+		if j.moved == len(j.buf) {
+			return uintptr(j.moved), 0
+		}
+	}
+}
+
+// cancelled is the result of j when the runtime's shutdown ends its wait:
+// FAIO_ECANCELED, or the bytes a MSG_WAITALL transfer had moved by then,
+// which the ring reports too.
+func (j *ioJob) cancelled() int64 {
+	if j.moved > 0 {
+		return int64(j.moved)
+	}
+	return int64(codeECANCELED)
+}
+
+// streamSocket reports whether fd is a stream or sequenced-packet socket,
+// on which MSG_WAITALL waits for the whole buffer (on a datagram socket it
+// does nothing).
+func streamSocket(fd int) bool {
+	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	return err == nil && (typ == unix.SOCK_STREAM || typ == unix.SOCK_SEQPACKET)
 }
 
 // connect connects the C program's socket: non-blocking for the duration

@@ -159,3 +159,36 @@ func TestPortableRecvCancelledBeforeStart(t *testing.T) {
 		t.Fatalf("the byte sent: read %d %v %q, want it still there", n, err, buf)
 	}
 }
+
+// A MSG_WAITALL receive goes on after a short read until its buffer is
+// full; cancelled by the runtime's shutdown meanwhile, it returns the
+// bytes it took, which are in the buffer, rather than FAIO_ECANCELED,
+// which would lose them.
+func TestPortableRecvWaitAll(t *testing.T) {
+	s := newPortableState(t)
+	a0, a1 := socketPair(t)
+	buf := make([]byte, 6)
+	stop := make(chan struct{})
+	j := &ioJob{op: uring.OpRecv, fd: int32(a0), buf: buf, flags: unix.MSG_WAITALL}
+	h := runtime.SpawnOn(s.rt, func(ctx context.Context) (int64, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			<-stop
+			cancel()
+		}()
+		return j.portable(ctx, s), nil
+	})
+	if _, err := unix.Write(a1, []byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); s.pollFDs.waiters(a0) == 0 || j.moved == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the receive never waited for the rest")
+		}
+	}
+	close(stop)
+	if n := joinWithin(t, h, "the receive"); n != 3 || string(buf[:3]) != "abc" {
+		t.Fatalf("the cancelled receive: %d %q, want 3 \"abc\"", n, buf[:max(n, 0)])
+	}
+}

@@ -366,10 +366,11 @@ static void test_tcp(void)
     close(listen_fd);
 }
 
-/* ---- recv and send flags ---- */
+/* ---- recv and send flags: MSG_DONTWAIT and MSG_WAITALL ---- */
 
 /* A socket call completes as recv(2) and send(2) would with its flags, on
- * either backend: MSG_DONTWAIT with nothing to do is -EAGAIN at once. */
+ * either backend: MSG_DONTWAIT with nothing to do is -EAGAIN at once, and
+ * MSG_WAITALL on a stream socket moves every byte it was given. */
 struct flagged {
     int fd;
     int send;
@@ -451,6 +452,83 @@ static void test_dontwait(void)
     close(b[1]);
 }
 
+enum { WAITALL_CHUNK = 1000, WAITALL_CHUNKS = 8, WAITALL_SEND = 4 << 20 };
+
+struct trickle {
+    int fd;
+    int64_t moved;
+};
+
+/* Writes WAITALL_CHUNKS chunks 5 ms apart. */
+static void *trickle_writer(void *arg)
+{
+    struct trickle *t = arg;
+    char chunk[WAITALL_CHUNK];
+    for (int i = 0; i < WAITALL_CHUNKS; i++) {
+        memset(chunk, 'a' + i, sizeof chunk);
+        usleep(5000);
+        t->moved += write(t->fd, chunk, sizeof chunk);
+    }
+    return NULL;
+}
+
+/* Reads until end of file, a little at a time. */
+static void *slow_reader(void *arg)
+{
+    struct trickle *t = arg;
+    char b[65536];
+    ssize_t n;
+    usleep(10000);
+    while ((n = read(t->fd, b, sizeof b)) > 0) {
+        t->moved += n;
+        usleep(100);
+    }
+    return NULL;
+}
+
+static void test_waitall(void)
+{
+    int sv[2];
+    pthread_t th;
+    /* recv waits for the whole buffer while the data trickles in. */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    struct trickle w = {sv[1], 0};
+    CHECK(pthread_create(&th, NULL, trickle_writer, &w) == 0);
+    char *buf = calloc(1, WAITALL_SEND);
+    CHECK(run_flagged(sv[0], 0, MSG_WAITALL, buf, WAITALL_CHUNK * WAITALL_CHUNKS) ==
+          WAITALL_CHUNK * WAITALL_CHUNKS);
+    pthread_join(th, NULL);
+    CHECK(buf[0] == 'a' && buf[WAITALL_CHUNK * WAITALL_CHUNKS - 1] == 'a' + WAITALL_CHUNKS - 1);
+    /* Closed early: what arrived, then the end of file. */
+    CHECK(write(sv[1], "tail", 4) == 4);
+    CHECK(shutdown(sv[1], SHUT_WR) == 0);
+    CHECK(run_flagged(sv[0], 0, MSG_WAITALL, buf, 100) == 4);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* send waits until a slow reader has taken every byte. */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    struct trickle r = {sv[1], 0};
+    CHECK(pthread_create(&th, NULL, slow_reader, &r) == 0);
+    CHECK(run_flagged(sv[0], 1, MSG_WAITALL, buf, WAITALL_SEND) == WAITALL_SEND);
+    CHECK(shutdown(sv[0], SHUT_WR) == 0);
+    pthread_join(th, NULL);
+    CHECK(r.moved == WAITALL_SEND);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* On a datagram socket MSG_WAITALL takes one datagram, as recv(2) does. */
+    CHECK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0);
+    CHECK(send(sv[1], "one", 3, 0) == 3);
+    CHECK(send(sv[1], "two", 3, 0) == 3);
+    CHECK(run_flagged(sv[0], 0, MSG_WAITALL, buf, 100) == 3);
+    CHECK(run_flagged(sv[0], 0, MSG_WAITALL, buf, 100) == 3);
+    CHECK(memcmp(buf, "two", 3) == 0);
+    close(sv[0]);
+    close(sv[1]);
+    free(buf);
+}
+
 void test_io(void)
 {
     rt = new_runtime(0);
@@ -461,5 +539,6 @@ void test_io(void)
     run_test("I/O errors come to the callback as negated errnos", test_io_errors);
     run_test("TCP over loopback: accept, connect, send, recv, close", test_tcp);
     run_test("recv and send with MSG_DONTWAIT and nothing to do: -EAGAIN at once", test_dontwait);
+    run_test("recv and send with MSG_WAITALL move every byte of a stream", test_waitall);
     CHECK_RC(faio_runtime_free(rt), 0);
 }
