@@ -71,6 +71,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <ranges>
 #include <ratio>
 #include <span>
 #include <stdexcept>
@@ -113,6 +114,13 @@ inline bool fast_path() noexcept
 // contiguous_buffer: anything std::span can view (arrays, std::array,
 // std::vector, std::string, std::span), but not a bare pointer.
 template <class B> concept contiguous_buffer = requires(B &b) { std::span(b); };
+
+// fillable_buffer: what read and recv fill, given as B&& (B is T& for an
+// lvalue): an lvalue buffer, or a temporary view of memory that lives
+// elsewhere (std::span(ptr, len), a subspan), but not a temporary container,
+// which would be destroyed before the kernel filled it.
+template <class B>
+concept fillable_buffer = contiguous_buffer<B> && (std::is_lvalue_reference_v<B> || std::ranges::borrowed_range<B>);
 
 inline void resume_task(void *arg)
 {
@@ -904,9 +912,12 @@ private:
 // I/O on the runtime of the coroutine that awaits it (looked up when the
 // co_await begins, not when the awaitable is made). Buffers are anything
 // std::span can view (arrays, std::array, std::vector, std::string,
-// std::span(ptr, len) for raw memory); they must outlive the co_await, which
-// they do when they live in the coroutine frame. Results are byte counts or
-// descriptors; errors throw faio::error with the negated errno.
+// std::span(ptr, len) or a subspan for raw memory or part of a buffer);
+// they must outlive the co_await, which they do when they live in the
+// coroutine frame. read and recv take a buffer variable or a view such as
+// a std::span, also as a temporary (faio::recv(fd, std::span(p, n))), but
+// not a temporary container, whose data would be lost. Results are byte
+// counts or descriptors; errors throw faio::error with the negated errno.
 
 // msg_flags are the MSG_* flags of recv and send, typed so that a length
 // passed by mistake where flags go does not compile.
@@ -917,7 +928,9 @@ struct msg_flags {
 };
 
 // read reads into buf at offset (-1: at the file position); 0 at end of file.
-template <detail::contiguous_buffer Buffer> auto read(int fd, Buffer &buf, std::int64_t offset = -1)
+template <class Buffer>
+    requires detail::fillable_buffer<Buffer>
+auto read(int fd, Buffer &&buf, std::int64_t offset = -1)
 {
     auto b = std::as_writable_bytes(std::span(buf));
     return detail::make_io(detail::on_current([=](faio_runtime rt, faio_io_fn cb, void *arg) {
@@ -949,7 +962,9 @@ inline auto connect(int fd, const struct sockaddr *addr, socklen_t len)
 }
 
 // recv receives into buf; 0 when the peer has shut down its side.
-template <detail::contiguous_buffer Buffer> auto recv(int fd, Buffer &buf, msg_flags flags = msg_flags())
+template <class Buffer>
+    requires detail::fillable_buffer<Buffer>
+auto recv(int fd, Buffer &&buf, msg_flags flags = msg_flags())
 {
     auto b = std::as_writable_bytes(std::span(buf));
     return detail::make_io(detail::on_current([=](faio_runtime rt, faio_io_fn cb, void *arg) {

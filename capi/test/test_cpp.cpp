@@ -356,6 +356,43 @@ void test_tcp(faio::runtime &rt)
     ::close(lfd);
 }
 
+// ---- buffers given as temporary views ----
+
+// faio.hpp takes a buffer as anything std::span can view, "std::span(ptr,
+// len) for raw memory": a read or recv into a temporary span (a view, whose
+// memory lives elsewhere) must compile like a write or send from one does,
+// while a temporary container, which would be gone before the read
+// completes, must not.
+template <class B> concept readable_into = requires(B &&b) { faio::read(0, std::forward<B>(b)); };
+template <class B> concept receivable_into = requires(B &&b) { faio::recv(0, std::forward<B>(b)); };
+static_assert(readable_into<std::span<char>> && receivable_into<std::span<char>>);
+static_assert(readable_into<std::span<std::byte, 4>> && receivable_into<std::span<std::byte, 4>>);
+static_assert(readable_into<std::vector<char> &> && receivable_into<std::array<char, 4> &>);
+static_assert(!readable_into<std::vector<char>> && !receivable_into<std::vector<char>>);
+static_assert(!readable_into<std::string> && !receivable_into<std::array<char, 4>>);
+
+// Reads a pipe and receives from a socket into subspans made in the call.
+faio::task<std::string> into_temporary_spans(int rfd, int sfd)
+{
+    std::string got(10, '\0');
+    std::size_t n = co_await faio::read(rfd, std::span(got).subspan(0, 5));
+    n += co_await faio::recv(sfd, std::span(got.data() + n, got.size() - n), faio::msg_flags(MSG_WAITALL));
+    got.resize(n);
+    co_return got;
+}
+
+void test_temporary_spans(faio::runtime &rt)
+{
+    int p[2], sv[2];
+    CHECK(::pipe(p) == 0);
+    CHECK(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    CHECK(::write(p[1], "hello", 5) == 5);
+    CHECK(::write(sv[1], "world", 5) == 5);
+    CHECK(faio::block_on(rt, into_temporary_spans(p[0], sv[0])) == "helloworld");
+    for (int fd : {p[0], p[1], sv[0], sv[1]})
+        ::close(fd);
+}
+
 // ---- errors ----
 
 faio::task<> blocking_inside(faio::mutex &mu, faio::channel<int> &ch)
@@ -883,6 +920,7 @@ int main(int argc, char **argv)
     run_test("c++: sleeps wake in order", [&] { test_sleep(rt); });
     run_test("c++: faio::read of a file equals the file", [&] { test_file(rt); });
     run_test("c++: loopback echo", [&] { test_tcp(rt); });
+    run_test("c++: read and recv into temporary spans", [&] { test_temporary_spans(rt); });
     run_test("c++: errors as faio::error", [&] { test_errors(rt); });
     run_test("c++: lock on a mutex of a freed runtime", [&] { test_shutdown_errors(rt); });
     run_test("c++: two runtimes", test_two_runtimes);
