@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"sync"
 
 	fsync "github.com/faio-go/faio/modules/sync"
 )
@@ -21,6 +22,9 @@ type mutexObj struct {
 	// return FAIO_EBADHANDLE instead of waiting forever.
 	freed    context.Context
 	setFreed context.CancelFunc
+	// freeing serialises the calls of free, so that of concurrent
+	// faio_mutex_free calls one frees m and the others see it freed.
+	freeing sync.Mutex
 }
 
 func newMutexObj(s *rtState) *mutexObj {
@@ -30,15 +34,22 @@ func newMutexObj(s *rtState) *mutexObj {
 }
 
 // free takes m's lock for good and ends the waits of late lockers. It
-// reports false, changing nothing, when m is held or waited for.
-func (m *mutexObj) free() bool {
+// returns FAIO_EBUSY, changing nothing, when m is held or waited for, and
+// FAIO_EBADHANDLE when another call freed it first: that call's lock,
+// held for good, must not read as m being locked.
+func (m *mutexObj) free() int32 {
+	m.freeing.Lock()
+	defer m.freeing.Unlock()
+	if m.freed.Err() != nil {
+		return codeEBADHANDLE
+	}
 	// Taking the lock proves no one holds it or waits for it (the lock
 	// goes to queued waiters first).
 	if !m.mu.TryLock() {
-		return false
+		return codeEBUSY
 	}
 	m.setFreed()
-	return true
+	return codeOK
 }
 
 // lockBlocking locks m, blocking the calling thread: FAIO_EBADHANDLE if m
@@ -92,8 +103,8 @@ func faiocgo_mutex_free(h C.uint64_t) C.int {
 	}
 	// The lock is never released: a call that looked the handle up just
 	// before the removal finds it held, and, being freed, gives up.
-	if !m.free() {
-		return C.int(codeEBUSY)
+	if rc := m.free(); rc != codeOK {
+		return C.int(rc)
 	}
 	if _, ok := removeAs[*mutexObj](&handles, uint64(h)); !ok {
 		return C.int(codeEBADHANDLE)

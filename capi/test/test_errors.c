@@ -362,6 +362,68 @@ static void test_concurrent_free(void)
     }
 }
 
+/* Concurrent frees of one mutex (or channel), over many rounds: exactly
+ * one succeeds and the others get FAIO_EBADHANDLE, as for a runtime. A
+ * loser must not be told FAIO_EBUSY ("locked, freed nothing") about a
+ * mutex that was unlocked and is gone. */
+enum { FREERS = 4, FREE_ROUNDS = 5000 };
+
+static struct {
+    pthread_barrier_t start, done;
+    faio_mutex m;
+    faio_chan ch;
+    int chan;
+    int rc[FREERS];
+} racing;
+
+static void *racing_freer(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    for (int round = 0; round < 2 * FREE_ROUNDS; round++) {
+        pthread_barrier_wait(&racing.start);
+        racing.rc[i] = racing.chan ? faio_chan_free(racing.ch) : faio_mutex_free(racing.m);
+        pthread_barrier_wait(&racing.done);
+    }
+    return NULL;
+}
+
+static void test_concurrent_free_mutex_chan(void)
+{
+    faio_runtime rt = new_runtime(1);
+    pthread_t t[FREERS];
+    pthread_barrier_init(&racing.start, NULL, FREERS + 1);
+    pthread_barrier_init(&racing.done, NULL, FREERS + 1);
+    for (int i = 0; i < FREERS; i++)
+        pthread_create(&t[i], NULL, racing_freer, (void *)(intptr_t)i);
+    int wrong[2] = {0, 0};
+    for (int round = 0; round < 2 * FREE_ROUNDS; round++) {
+        racing.chan = round >= FREE_ROUNDS;
+        if (racing.chan)
+            CHECK_RC(faio_chan_new(rt, 0, &racing.ch), 0);
+        else
+            CHECK_RC(faio_mutex_new(rt, &racing.m), 0);
+        pthread_barrier_wait(&racing.start);
+        pthread_barrier_wait(&racing.done);
+        int ok = 0, bad = 0;
+        for (int i = 0; i < FREERS; i++) {
+            ok += racing.rc[i] == 0;
+            bad += racing.rc[i] == FAIO_EBADHANDLE;
+        }
+        if (ok != 1 || bad != FREERS - 1)
+            wrong[racing.chan]++;
+    }
+    for (int i = 0; i < FREERS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&racing.start);
+    pthread_barrier_destroy(&racing.done);
+    if (wrong[0] || wrong[1])
+        fprintf(stderr, "  rounds without one success and %d FAIO_EBADHANDLE: %d of %d (mutex), %d of %d (channel)\n",
+                FREERS - 1, wrong[0], FREE_ROUNDS, wrong[1], FREE_ROUNDS);
+    CHECK(wrong[0] == 0);
+    CHECK(wrong[1] == 0);
+    CHECK_RC(faio_runtime_free(rt), 0);
+}
+
 void test_errors(void)
 {
     run_test("faio_version and faio_strerror", test_version_and_strerror);
@@ -372,4 +434,6 @@ void test_errors(void)
     run_test("shutdown cancels pending callbacks once; handles after free",
              test_shutdown_cancels_pending);
     run_test("concurrent frees of one runtime: one wins", test_concurrent_free);
+    run_test("concurrent frees of one mutex or channel: one wins, the others FAIO_EBADHANDLE",
+             test_concurrent_free_mutex_chan);
 }
