@@ -42,6 +42,14 @@
  *    block: a blocking system call or a pthread lock held for long stops its
  *    worker and every task queued behind it. To wait, a callback starts an
  *    asynchronous faio operation whose completion callback carries on.
+ *    A callback must also return normally: a C++ exception that escapes it
+ *    ends the process (std::terminate, as for a noexcept function), and
+ *    leaving it with longjmp, pthread_exit or a thread cancellation is
+ *    undefined behaviour. faio.hpp's coroutines catch their exceptions.
+ *
+ * No faio function is async-signal-safe: do not call one from a signal
+ * handler (to wake a task from one, write to a pipe or eventfd that the
+ * task reads with faio_read).
  *
  * Inside a callback, the blocking calls (faio_block_on, faio_runtime_free,
  * faio_mutex_lock_blocking, faio_chan_send_blocking, faio_chan_recv_blocking)
