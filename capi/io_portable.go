@@ -304,6 +304,16 @@ func (j *ioJob) callOn(fdn int) (uintptr, error) {
 			}
 		}
 		r, _, errno = unix.Syscall6(trap, fd, uintptr(p), uintptr(len(b)), uintptr(j.off), 0, 0)
+		if errno == unix.ESPIPE && j.off == 0 {
+			// A descriptor without a position (a pipe, a socket):
+			// the ring reads and writes it at offset 0 as at -1,
+			// with read(2) and write(2), and so does this.
+			trap = unix.SYS_READ
+			if j.op == uring.OpWrite {
+				trap = unix.SYS_WRITE
+			}
+			r, _, errno = unix.Syscall(trap, fd, uintptr(p), uintptr(len(b)))
+		}
 	case uring.OpRecv:
 		r, errno = j.sockCall(fd, unix.SYS_RECVFROM)
 	case uring.OpSend:

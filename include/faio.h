@@ -434,7 +434,10 @@ int faio_sleep(faio_runtime rt, uint64_t nanoseconds, faio_done_fn cb, void *arg
 
 /* Reads up to len bytes into buf at offset (-1: at and advancing the file
  * position), like pread(2) (read(2) for -1). buf may be NULL only if len is
- * 0; offset below -1 is FAIO_EINVAL. */
+ * 0; offset below -1 is FAIO_EINVAL. On a descriptor without a position (a
+ * pipe, a socket, a terminal) give -1 or 0, which read alike: another
+ * offset there is -ESPIPE or ignored, depending on the descriptor and the
+ * backend. */
 int faio_read(faio_runtime rt, int fd, void *buf, size_t len, int64_t offset,
               faio_io_fn cb, void *arg);
 

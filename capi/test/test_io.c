@@ -366,6 +366,64 @@ static void test_tcp(void)
     close(listen_fd);
 }
 
+/* ---- offsets on descriptors without a position ---- */
+
+/* On a pipe or a socket, offset 0 reads and writes as -1 (read(2) and
+ * write(2)) on either backend: io_uring takes it so, and a program written
+ * against it must not get -ESPIPE where io_uring is unavailable. */
+struct stream_rw {
+    int fd;
+    int write;
+    char buf[8];
+    int64_t result;
+};
+
+static void stream_rw_done(void *arg, int64_t result)
+{
+    ((struct stream_rw *)arg)->result = result;
+}
+
+static void stream_rw_root(void *arg)
+{
+    struct stream_rw *c = arg;
+    if (c->write)
+        CHECK_RC(faio_write(rt, c->fd, "xyz", 3, 0, stream_rw_done, c), 0);
+    else
+        CHECK_RC(faio_read(rt, c->fd, c->buf, sizeof c->buf, 0, stream_rw_done, c), 0);
+}
+
+static int64_t stream_rw(int fd, int write, char *got)
+{
+    struct stream_rw c = {fd, write, {0}, 12345};
+    CHECK_RC(faio_block_on(rt, stream_rw_root, &c), 0);
+    if (got != NULL)
+        memcpy(got, c.buf, sizeof c.buf);
+    return c.result;
+}
+
+static void test_offset_zero_on_streams(void)
+{
+    int p[2], sv[2];
+    char got[8];
+    CHECK(pipe(p) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    /* The data is there before each read, so a failure cannot hang. */
+    CHECK(write(p[1], "abcd", 4) == 4);
+    CHECK(stream_rw(p[0], 0, got) == 4);
+    CHECK(memcmp(got, "abcd", 4) == 0);
+    CHECK(stream_rw(p[1], 1, NULL) == 3);
+    CHECK(read(p[0], got, sizeof got) == 3);
+    CHECK(write(sv[1], "abcd", 4) == 4);
+    CHECK(stream_rw(sv[0], 0, got) == 4);
+    CHECK(memcmp(got, "abcd", 4) == 0);
+    CHECK(stream_rw(sv[0], 1, NULL) == 3);
+    CHECK(recv(sv[1], got, sizeof got, MSG_DONTWAIT) == 3);
+    close(p[0]);
+    close(p[1]);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 /* ---- recv and send flags: MSG_DONTWAIT and MSG_WAITALL ---- */
 
 /* A socket call completes as recv(2) and send(2) would with its flags, on
@@ -538,6 +596,7 @@ void test_io(void)
     run_test("file: faio_write of 1 MiB in chunks reads back equal", test_file_write);
     run_test("I/O errors come to the callback as negated errnos", test_io_errors);
     run_test("TCP over loopback: accept, connect, send, recv, close", test_tcp);
+    run_test("faio_read and faio_write at offset 0 on a pipe and a socket", test_offset_zero_on_streams);
     run_test("recv and send with MSG_DONTWAIT and nothing to do: -EAGAIN at once", test_dontwait);
     run_test("recv and send with MSG_WAITALL move every byte of a stream", test_waitall);
     CHECK_RC(faio_runtime_free(rt), 0);
