@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -232,8 +233,9 @@ func (j *ioJob) blocking(ctx context.Context) int64 {
 // pipe's write end) and a write of one open only for reading (EBADF), a
 // read or write of a listening socket (ENOTCONN, EPIPE), and an accept on
 // anything but a listening socket (ENOTSOCK, EINVAL, EOPNOTSUPP) or with
-// flags accept4 refuses (EINVAL). A receive or send with MSG_DONTWAIT
-// never waits either: it is made once, as the ring makes it.
+// flags accept4 refuses (EINVAL), and the calls refusedBySpecial lists. A
+// receive or send with MSG_DONTWAIT never waits either: it is made once,
+// as the ring makes it.
 func (j *ioJob) failsAtOnce(fd int) bool {
 	if (j.op == uring.OpRecv || j.op == uring.OpSend) && j.flags&unix.MSG_DONTWAIT != 0 {
 		return true
@@ -251,12 +253,62 @@ func (j *ioJob) failsAtOnce(fd int) bool {
 		if err != nil {
 			return true // a bad descriptor: the call says so
 		}
-		if j.op == uring.OpRead {
-			return flags&unix.O_ACCMODE == unix.O_WRONLY
+		if j.op == uring.OpRead && flags&unix.O_ACCMODE == unix.O_WRONLY ||
+			j.op == uring.OpWrite && flags&unix.O_ACCMODE == unix.O_RDONLY {
+			return true
 		}
-		return flags&unix.O_ACCMODE == unix.O_RDONLY
+		return j.refusedBySpecial(fd)
 	}
 	return false
+}
+
+// signalfdSiginfo is sizeof(struct signalfd_siginfo), the least a read of
+// a signalfd takes.
+const signalfdSiginfo = 128
+
+// refusedBySpecial reports whether fd is one of the kernel's special
+// descriptors (an anonymous inode) that fails j, a read or a write, at
+// once with EINVAL while poll(2) would not report it ready for the call
+// until a value, an expiry or a signal comes, if ever: a read shorter
+// than what it hands out (8 bytes from an eventfd or a timerfd, a struct
+// signalfd_siginfo from a signalfd) and a write to one that takes none.
+// The ring fails them at once.
+func (j *ioJob) refusedBySpecial(fd int) bool {
+	kind, ok := anonInode(fd)
+	if !ok {
+		return false
+	}
+	minRead, writable := 0, true
+	switch kind {
+	case "anon_inode:[eventfd]":
+		minRead = 8
+	case "anon_inode:[timerfd]":
+		minRead, writable = 8, false
+	case "anon_inode:[signalfd]":
+		minRead, writable = signalfdSiginfo, false
+	default:
+		return false
+	}
+	if j.op == uring.OpWrite {
+		return !writable
+	}
+	return len(j.buf) < minRead
+}
+
+// anonInode returns what /proc names fd's file ("anon_inode:[eventfd]",
+// ...) if it is an anonymous inode, which has no file type; ok is false
+// for any other file, or without /proc.
+func anonInode(fd int) (kind string, ok bool) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != 0 {
+		return "", false
+	}
+	buf := make([]byte, 64)
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf)
+	if err != nil {
+		return "", false
+	}
+	return string(buf[:n]), true
 }
 
 // waitReady polls fd for events until it is ready (true), ctx ends

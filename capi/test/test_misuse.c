@@ -9,9 +9,13 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -297,6 +301,42 @@ static void test_lengths(void)
     close(p[1]);
 }
 
+/* Reads shorter than what an eventfd, a timerfd or a signalfd hands out
+ * (8 bytes, 8 bytes, one struct signalfd_siginfo): the kernel refuses them
+ * at once with EINVAL, and so does the ring, while poll(2) reports the
+ * descriptor readable only once a value, an expiry or a signal comes (for
+ * a disarmed timer, never). The portable backend used to poll first and
+ * hold the operation until shutdown. */
+static void test_short_reads_of_special_descriptors(void)
+{
+    faio_runtime rt = new_runtime(1);
+    static char buf[sizeof(struct signalfd_siginfo)];
+    sigset_t none;
+    sigemptyset(&none);
+    int efd = eventfd(0, EFD_CLOEXEC);
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    int sfd = signalfd(-1, &none, SFD_CLOEXEC);
+    CHECK(efd >= 0 && tfd >= 0 && sfd >= 0);
+    CHECK_RC(faio_read(rt, efd, buf, 4, -1, op_io, new_op("4-byte read of an eventfd", -EINVAL)), 0);
+    CHECK_RC(faio_read(rt, tfd, buf, 7, -1, op_io, new_op("7-byte read of a timerfd", -EINVAL)), 0);
+    CHECK_RC(faio_read(rt, sfd, buf, sizeof buf - 1, -1, op_io,
+                       new_op("short read of a signalfd", -EINVAL)), 0);
+    /* So do writes to those that take none, whose poll never says writable. */
+    CHECK_RC(faio_write(rt, tfd, buf, 8, -1, op_io, new_op("write to a timerfd", -EINVAL)), 0);
+    CHECK_RC(faio_write(rt, sfd, buf, sizeof buf, -1, op_io, new_op("write to a signalfd", -EINVAL)), 0);
+    check_ops(rt);
+    /* Full-size reads still wait for their value. */
+    rt = new_runtime(1);
+    CHECK(eventfd_write(efd, 42) == 0);
+    static uint64_t v;
+    CHECK_RC(faio_read(rt, efd, &v, sizeof v, -1, op_io, new_op("8-byte read of an eventfd", 8)), 0);
+    check_ops(rt);
+    CHECK(v == 42);
+    close(efd);
+    close(tfd);
+    close(sfd);
+}
+
 /* ---- handles freed under operations a callback started ---- */
 
 struct freed_under {
@@ -436,6 +476,8 @@ void test_misuse(void)
     run_test("misuse: descriptors of the wrong kind fail at once, as on the ring",
              test_wrong_kind_descriptors);
     run_test("misuse: zero lengths with NULL buffers, SIZE_MAX lengths", test_lengths);
+    run_test("misuse: short reads of an eventfd, timerfd or signalfd, writes to the last two: -EINVAL at once",
+             test_short_reads_of_special_descriptors);
     run_test("misuse: a mutex and a channel freed under operations a callback started",
              test_freed_under_operations);
     run_test("misuse: a runtime freed by a thread its own callback started",
