@@ -173,7 +173,10 @@ enum faio_backend {
      * callbacks and buffer rules. A pending faio_recv or faio_send waits
      * in the runtime's epoll instance, holding no thread (the call is made
      * with MSG_DONTWAIT; a duplicate of the descriptor is registered while
-     * calls wait on the socket). As on io_uring, it keeps its socket: if
+     * calls wait on the socket). The program's flags act as on io_uring:
+     * with MSG_DONTWAIT a call that would wait completes with -EAGAIN,
+     * with MSG_WAITALL on a stream socket it waits for the whole buffer
+     * (or the end of the stream). As on io_uring, it keeps its socket: if
      * the program closes the descriptor meanwhile, it still completes on
      * that socket, and a socket opened later under the same number is
      * another one. Any other pending operation waits for its descriptor
@@ -266,7 +269,9 @@ const char *faio_strerror(int code);
 /* Starts a runtime configured by *cfg (NULL: all defaults) and stores its
  * handle in *out (untouched on failure). Returns FAIO_EINVAL for a NULL out,
  * a bad config, or an environment variable FAIO_BACKEND or FAIO_PINNED with
- * a value faio does not know; FAIO_ENOURING when FAIO_BACKEND_IO_URING is
+ * a value faio does not know (FAIO_PINNED=1 locks each worker to an OS
+ * thread of its own, 0 does not; see the README's "Workers and threads");
+ * FAIO_ENOURING when FAIO_BACKEND_IO_URING is
  * asked for and the kernel lacks or refuses io_uring; or the kernel's
  * negated errno when setting up a ring fails otherwise (-ENOMEM, ...). */
 int faio_runtime_new(const faio_config *cfg, faio_runtime *out);
