@@ -88,6 +88,7 @@ type worker struct {
 	searching bool // counted as searching in rt.sm (isSearch tells peers)
 
 	runningTask *Task // the task being resumed
+	yieldOwed   bool  // a goroutine this worker woke waits for its P (see callerWorker)
 	handoff     *Task // runInline's pick, or a pausing spawner, for the loop to resume next
 
 	coros []*coro // idle coroutines
@@ -162,6 +163,12 @@ func (w *worker) loop() {
 		defer w.unpinAtShutdown()
 	}
 	for !rt.shutdown.Load() {
+		if w.yieldOwed {
+			// A goroutine this worker woke waits for its P (see
+			// callerWorker).
+			w.yieldOwed = false
+			goruntime.Gosched()
+		}
 		w.tick++
 		if w.tick%heartbeatTicks == 0 {
 			w.heartbeat.Add(1)
@@ -470,7 +477,7 @@ func (w *worker) runInline(c *coro) bool {
 	if w.nested {
 		return false // a nested run is one task's (RunNext)
 	}
-	if next%heartbeatTicks == 0 || next%uint32(rt.cfg.IOInterval) == 0 || next%uint32(rt.cfg.GlobalQueueInterval) == 0 || rt.shutdown.Load() {
+	if next%heartbeatTicks == 0 || next%uint32(rt.cfg.IOInterval) == 0 || next%uint32(rt.cfg.GlobalQueueInterval) == 0 || rt.shutdown.Load() || w.yieldOwed {
 		return false
 	}
 	if w.timersDueAt(next) {
@@ -811,6 +818,7 @@ func (w *worker) hasWork() bool {
 // park sleeps until a wake-up (eventfd), an I/O completion or the next timer.
 func (w *worker) park() {
 	rt := w.rt
+	w.yieldOwed = false // parking gives up the P
 	w.parked.Store(true)
 	rt.sm.SetSleeping(w.id, false)
 	if !w.hasWork() && !rt.shutdown.Load() {
