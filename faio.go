@@ -186,9 +186,10 @@ type (
 
 // Errors of the channels.
 var (
-	ErrChannelClosed = channel.ErrClosed // the other side is gone
-	ErrChannelFull   = channel.ErrFull   // TrySend found no room
-	ErrChannelEmpty  = channel.ErrEmpty  // TryRecv found nothing
+	ErrChannelClosed = channel.ErrClosed    // the other side is gone
+	ErrChannelFull   = channel.ErrFull      // TrySend found no room
+	ErrChannelEmpty  = channel.ErrEmpty     // TryRecv found nothing
+	ErrNoCaseReady   = channel.ErrNoneReady // TrySelect found no case ready
 	// ErrDuplicateCase: Select was given one Case twice, or one in use by another Select.
 	ErrDuplicateCase = channel.ErrDuplicateCase
 )
@@ -201,3 +202,8 @@ func NewChannel[T any](capacity int) (*Sender[T], *Receiver[T]) { return channel
 // Select waits until one of cases can proceed, performs it and returns its
 // index.
 func Select(ctx context.Context, cases ...Case) (int, error) { return channel.Select(ctx, cases...) }
+
+// TrySelect performs one of cases that can proceed without waiting and
+// returns its index, or returns -1 and ErrNoCaseReady: a select statement
+// with a default branch.
+func TrySelect(cases ...Case) (int, error) { return channel.TrySelect(cases...) }

@@ -84,5 +84,6 @@
 //
 // Select waits on several SendCase and RecvCase operations, possibly of
 // different element types, and performs the first that is ready, choosing
-// at random among those ready together.
+// at random among those ready together. TrySelect is a select statement
+// with a default branch: it performs a ready case or returns ErrNoneReady.
 package channel

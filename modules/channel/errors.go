@@ -21,6 +21,10 @@ var (
 	// value nor a waiting sender.
 	ErrEmpty = errors.New("faio/channel: empty")
 
+	// ErrNoneReady is returned by TrySelect, which then did nothing, when
+	// no case could proceed without waiting.
+	ErrNoneReady = errors.New("faio/channel: no case ready")
+
 	// ErrDuplicateCase is returned by Select, which then does nothing, when
 	// one Case appears twice among its cases or is in use by another Select
 	// that has not returned yet.

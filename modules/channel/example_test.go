@@ -122,3 +122,28 @@ func ExampleReceiver_Recv_cancel() {
 	fmt.Println(err)
 	// Output: context canceled
 }
+
+// TrySelect is a select statement with a default branch.
+func ExampleTrySelect() {
+	jobs, jobsRx := channel.New[string](1)
+	var job string
+	for range 2 {
+		i, err := channel.TrySelect(jobsRx.RecvCase(&job))
+		switch {
+		case errors.Is(err, channel.ErrNoneReady):
+			fmt.Println("nothing to do")
+		case err != nil:
+			fmt.Println(err)
+			return
+		default:
+			fmt.Println("case", i, "got", job)
+		}
+		if err := jobs.TrySend("compile"); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	// Output:
+	// nothing to do
+	// case 0 got compile
+}

@@ -80,15 +80,48 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 	return i, err
 }
 
-// selectAcquired is Select once it has acquired the non-nil cases, whose
-// indexes order holds, and gathered their locks.
-func selectAcquired(ctx context.Context, cases []Case, order []int, locks []*chanLock) (int, error) {
+// TrySelect performs one of cases that can proceed without waiting and
+// returns its index, as a select statement with a default branch does:
+// when none can, it returns -1 and ErrNoneReady and does nothing. Ready
+// cases are chosen from at random, closed ones count as ready, nil ones
+// never are, and ErrDuplicateCase is returned as by Select. TrySelect
+// takes no context and never waits; like TrySend and TryRecv it does not
+// charge the cooperative budget (a task polling it in a loop should call
+// runtime.Yield).
+func TrySelect(cases ...Case) (int, error) {
+	var orderBuf [8]int
+	var lockBuf [8]*chanLock
+	order, locks := orderBuf[:0], lockBuf[:0]
+	for i, k := range cases {
+		if k == nil {
+			continue
+		}
+		if !k.acquire() {
+			releaseAll(cases, order)
+			return -1, ErrDuplicateCase
+		}
+		order = append(order, i)
+		locks = append(locks, k.lock())
+	}
+	shuffle(order)
+	i, err := tryAcquired(cases, order, sortLocks(locks))
+	releaseAll(cases, order)
+	return i, err
+}
+
+// shuffle puts the cases' indexes in random order, so that no ready case
+// starves.
+func shuffle(order []int) {
 	for i := len(order) - 1; i > 0; i-- {
 		j := rand.IntN(i + 1)
 		order[i], order[j] = order[j], order[i]
 	}
-	locks = sortLocks(locks)
+}
 
+// tryAcquired looks once, with every lock held (locks sorted by
+// sortLocks), for a ready case among the acquired ones, in the order of
+// order, and performs it; -1 and ErrNoneReady if none is.
+func tryAcquired(cases []Case, order []int, locks []*chanLock) (int, error) {
 	lockAll(locks)
 	for _, i := range order {
 		if res, peer := cases[i].tryLocked(); res != outcomeWait {
@@ -98,6 +131,17 @@ func selectAcquired(ctx context.Context, cases []Case, order []int, locks []*cha
 		}
 	}
 	unlockAll(locks)
+	return -1, ErrNoneReady
+}
+
+// selectAcquired is Select once it has acquired the non-nil cases, whose
+// indexes order holds, and gathered their locks.
+func selectAcquired(ctx context.Context, cases []Case, order []int, locks []*chanLock) (int, error) {
+	shuffle(order)
+	locks = sortLocks(locks)
+	if i, err := tryAcquired(cases, order, locks); err != ErrNoneReady {
+		return i, err
+	}
 	return selectWait(ctx, slices.Clone(cases), slices.Clone(order), slices.Clone(locks))
 }
 
