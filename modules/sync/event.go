@@ -30,17 +30,46 @@ const (
 
 // Set sets the event and wakes all its waiters. Setting a set event does
 // nothing.
+//
+// With waiters queued the flag goes up under the lock that guards the
+// list, with the list taken in the same hold: the waiters woken are those
+// queued before the Set, and a Reset and a Wait that come after it (the
+// Wait queues only once the lock is free) wait for the next Set. Raising
+// the flag before taking the lock let such a late Wait be woken by a Set
+// that had happened before it.
 func (e *Event) Set() {
-	old := e.state.Or(eventSet)
-	if old&eventSet != 0 || old&eventWaiters == 0 {
+	for {
+		old := e.state.Load()
+		if old&eventSet != 0 {
+			return
+		}
+		if old&eventWaiters == 0 {
+			// Nobody queued: a Wait that queues from now on announces
+			// itself first (Or of eventWaiters), which fails this CAS.
+			if e.state.CompareAndSwap(old, old|eventSet) {
+				return
+			}
+			continue
+		}
+		e.mu.Lock()
+		if e.state.Or(eventSet)&eventSet != 0 {
+			e.mu.Unlock()
+			return
+		}
+		if testHookEventSet != nil {
+			testHookEventSet()
+		}
+		ws := e.waiters.takeAll()
+		e.state.And(^uint32(eventWaiters))
+		e.mu.Unlock()
+		wakeAll(ws)
 		return
 	}
-	e.mu.Lock()
-	ws := e.waiters.takeAll()
-	e.state.And(^uint32(eventWaiters))
-	e.mu.Unlock()
-	wakeAll(ws)
 }
+
+// testHookEventSet, nil outside tests, runs in Set right after the event
+// went up with waiters queued, before they are woken.
+var testHookEventSet func()
 
 // Reset clears the event; Waits from now on wait for the next Set.
 func (e *Event) Reset() { e.state.And(^uint32(eventSet)) }
