@@ -60,20 +60,9 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 	// Small Selects look for a ready case without allocating.
 	var orderBuf [8]int
 	var lockBuf [8]*chanLock
-	order, locks := orderBuf[:0], lockBuf[:0]
-	for i, k := range cases {
-		if k == nil {
-			continue
-		}
-		if !k.acquire() {
-			// Given twice, or in use by another Select: queued twice,
-			// its one waiter node would corrupt the channel's queue,
-			// and a later Send or Recv there would crash.
-			releaseAll(cases, order)
-			return -1, ErrDuplicateCase
-		}
-		order = append(order, i)
-		locks = append(locks, k.lock())
+	order, locks, ok := acquireCases(cases, orderBuf[:0], lockBuf[:0])
+	if !ok {
+		return -1, ErrDuplicateCase
 	}
 	i, err := selectAcquired(ctx, cases, order, locks)
 	releaseAll(cases, order)
@@ -91,17 +80,9 @@ func Select(ctx context.Context, cases ...Case) (int, error) {
 func TrySelect(cases ...Case) (int, error) {
 	var orderBuf [8]int
 	var lockBuf [8]*chanLock
-	order, locks := orderBuf[:0], lockBuf[:0]
-	for i, k := range cases {
-		if k == nil {
-			continue
-		}
-		if !k.acquire() {
-			releaseAll(cases, order)
-			return -1, ErrDuplicateCase
-		}
-		order = append(order, i)
-		locks = append(locks, k.lock())
+	order, locks, ok := acquireCases(cases, orderBuf[:0], lockBuf[:0])
+	if !ok {
+		return -1, ErrDuplicateCase
 	}
 	shuffle(order)
 	i, err := tryAcquired(cases, order, sortLocks(locks))
@@ -191,6 +172,26 @@ func selectWait(ctx context.Context, cases []Case, order []int, locks []*chanLoc
 }
 
 // releaseAll releases the cases at the indexes in order.
+// acquireCases marks every non-nil case of cases as in use, appending
+// its index to order and its channel's lock to locks. It returns false,
+// having released what it marked, when a case is given twice or is in use
+// by another Select: queued twice, its one waiter node would corrupt the
+// channel's queue, and a later Send or Recv there would crash.
+func acquireCases(cases []Case, order []int, locks []*chanLock) ([]int, []*chanLock, bool) {
+	for i, k := range cases {
+		if k == nil {
+			continue
+		}
+		if !k.acquire() {
+			releaseAll(cases, order)
+			return nil, nil, false
+		}
+		order = append(order, i)
+		locks = append(locks, k.lock())
+	}
+	return order, locks, true
+}
+
 func releaseAll(cases []Case, order []int) {
 	for _, i := range order {
 		cases[i].release()
