@@ -20,7 +20,12 @@ import (
 //
 // A File is safe for concurrent use. ReadAt, WriteAt, Stat and Sync run in
 // parallel; Read, Write, Readv, Writev and Seek share the file position and
-// run one at a time, in the order they were called. The methods also work
+// run one at a time, in the order they were called. A pipe, FIFO, socket or
+// character device (a terminal) has no file position: there, as with
+// os.File, reads take turns, writes take turns, and a read and a write run
+// at the same time, so that a Write is not held up by a Read waiting for
+// data (a FIFO opened O_RDWR, a pseudo-terminal's master), and Seek waits
+// for neither. The methods also work
 // from plain goroutines (the context then carries no task): each operation
 // is then the system call itself, in the goroutine, as with os.File.
 //
@@ -55,9 +60,14 @@ type File struct {
 	pollable bool
 	regular  bool   // a regular file: Conn.SendFile may send from it
 	pos      opLock // held by the operations that use the file position
-	// Used only under pos, so position I/O allocates nothing.
-	posOp fdOp
-	vec   vecOp
+	// wr is held instead of pos by the writes of a pollable file, which
+	// has no position: they must not wait for a read that waits for
+	// data (see posLock).
+	wr opLock
+	// Used only under pos (wrOp and wvec: under wr), so position I/O
+	// allocates nothing.
+	posOp, wrOp fdOp
+	vec, wvec   vecOp
 }
 
 var fdOps = sync.Pool{New: func() any { return new(fdOp) }}
@@ -405,10 +415,10 @@ func (f *File) transferAtPos(ctx context.Context, op directOp, write bool) (runt
 // Read reads up to len(b) bytes at the file position and advances it, like
 // os.File.Read: at end of file it returns 0, io.EOF.
 func (f *File) Read(ctx context.Context, b []byte) (int, error) {
-	if err := f.lockPos(ctx, "read"); err != nil {
+	if err := f.lockPos(ctx, "read", false); err != nil {
 		return 0, err
 	}
-	defer f.unlockPos(ctx)
+	defer f.unlockPos(ctx, false)
 	if len(b) == 0 {
 		// After the check for Close, as os.File.Read does.
 		return 0, nil
@@ -430,21 +440,25 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 // Write writes all of b at the file position (at the end with O_APPEND)
 // and advances it, like os.File.Write: n < len(b) only with an error.
 func (f *File) Write(ctx context.Context, b []byte) (int, error) {
-	if err := f.lockPos(ctx, "write"); err != nil {
+	if err := f.lockPos(ctx, "write", true); err != nil {
 		return 0, err
 	}
-	defer f.unlockPos(ctx)
-	return f.writeAll(ctx, &f.posOp, b, atPosition)
+	defer f.unlockPos(ctx, true)
+	op := &f.posOp
+	if f.pollable {
+		op = &f.wrOp
+	}
+	return f.writeAll(ctx, op, b, atPosition)
 }
 
 // Readv reads into bufs in order with one readv(2) at the file position
 // and advances it; it returns the total read, 0 and io.EOF at end of file.
 // Only the first 1024 buffers (IOV_MAX) are used.
 func (f *File) Readv(ctx context.Context, bufs [][]byte) (int, error) {
-	if err := f.lockPos(ctx, "readv"); err != nil {
+	if err := f.lockPos(ctx, "readv", false); err != nil {
 		return 0, err
 	}
-	defer f.unlockPos(ctx)
+	defer f.unlockPos(ctx, false)
 	op := &f.vec
 	op.opcode, op.fd, op.off = uring.OpReadv, f.guard.fd, uring.CurrentPos
 	if op.setBufs(bufs, 0) == 0 {
@@ -465,11 +479,14 @@ func (f *File) Readv(ctx context.Context, bufs [][]byte) (int, error) {
 // (repeated after a short write) and advances it: it returns less than the
 // total only with an error.
 func (f *File) Writev(ctx context.Context, bufs [][]byte) (int, error) {
-	if err := f.lockPos(ctx, "writev"); err != nil {
+	if err := f.lockPos(ctx, "writev", true); err != nil {
 		return 0, err
 	}
-	defer f.unlockPos(ctx)
+	defer f.unlockPos(ctx, true)
 	op := &f.vec
+	if f.pollable {
+		op = &f.wvec
+	}
 	n := 0
 	var err error
 	for {
@@ -496,12 +513,24 @@ func (f *File) Writev(ctx context.Context, bufs [][]byte) (int, error) {
 
 // Seek sets the file position for the next Read or Write, like
 // os.File.Seek (whence io.SeekStart, io.SeekCurrent or io.SeekEnd), and
-// returns the new position. It waits for a Read or Write in progress.
+// returns the new position. It waits for a Read or Write in progress,
+// except on a pipe, socket or character device, which has no position to
+// share (there, as os.File's, it returns at once: ESPIPE for a pipe).
 func (f *File) Seek(ctx context.Context, offset int64, whence int) (int64, error) {
-	if err := f.lockPos(ctx, "seek"); err != nil {
-		return 0, err
+	if f.ok() && f.pollable {
+		if ctx == nil {
+			return 0, f.nilContext("seek")
+		}
+		if !f.guard.incref() {
+			return 0, pathError("seek", f.name, fs.ErrClosed)
+		}
+		defer f.guard.decref(ctx)
+	} else {
+		if err := f.lockPos(ctx, "seek", false); err != nil {
+			return 0, err
+		}
+		defer f.unlockPos(ctx, false)
 	}
-	defer f.unlockPos(ctx)
 	pos, err := unix.Seek(f.guard.fd, offset, whence)
 	if err != nil {
 		return 0, pathError("seek", f.name, err)
@@ -509,30 +538,44 @@ func (f *File) Seek(ctx context.Context, offset int64, whence int) (int64, error
 	return pos, nil
 }
 
-// lockPos takes the position lock and a reference on the descriptor. It
+// posLock is the lock of a position operation that writes (write) or
+// not: the position lock, but for the writes of a pollable file, which
+// take the write lock. A pipe's Read may wait for ever for data that only
+// a Write of the same File would bring (a FIFO opened O_RDWR, a
+// pseudo-terminal's master): under one lock that Write would wait for the
+// Read, where os.File lets them run together.
+func (f *File) posLock(write bool) *opLock {
+	if write && f.pollable {
+		return &f.wr
+	}
+	return &f.pos
+}
+
+// lockPos takes posLock(write) and a reference on the descriptor. It
 // fails at once for a zero or nil File and for a nil ctx. Callers defer
 // unlockPos, so that a panic (in a ctx's method) cannot keep the lock and
 // the reference, on which later operations and Close would wait for ever.
-func (f *File) lockPos(ctx context.Context, op string) error {
+func (f *File) lockPos(ctx context.Context, op string, write bool) error {
 	if !f.ok() {
 		return invalidFile(op)
 	}
 	if ctx == nil {
 		return f.nilContext(op)
 	}
-	if err := f.pos.lock(ctx); err != nil {
+	l := f.posLock(write)
+	if err := l.lock(ctx); err != nil {
 		return pathError(op, f.name, err)
 	}
 	if !f.guard.incref() {
-		f.pos.unlock()
+		l.unlock()
 		return pathError(op, f.name, fs.ErrClosed)
 	}
 	return nil
 }
 
-func (f *File) unlockPos(ctx context.Context) {
+func (f *File) unlockPos(ctx context.Context, write bool) {
 	f.guard.decref(ctx)
-	f.pos.unlock()
+	f.posLock(write).unlock()
 }
 
 // Sync commits the file's contents and metadata to stable storage

@@ -166,3 +166,73 @@ func openFIFO(t *testing.T, ctx context.Context) *File {
 	}
 	return f
 }
+
+// A File on a FIFO opened O_RDWR (as a pseudo-terminal's master, a File
+// both read and written) has no file position: as with os.File, a Write
+// and a Seek do not wait for a Read that waits for data. The Write goes
+// through and the Read returns its bytes; the Seek fails at once with
+// ESPIPE. Before, Read, Write and Seek shared one lock, and the Write
+// waited for the Read, which waited for the Write.
+func TestPipeWriteDoesNotWaitForRead(t *testing.T) {
+	forBackendsAndCallers(t, func(t *testing.T, backend runtime.Backend, inTask bool) {
+		rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+		gctx := goroutineCtx(rt)
+		f := openFIFO(t, gctx)
+		defer f.Close(gctx) // ends the Read if the test fails
+		// call runs f as the caller under test: a task or a goroutine.
+		call := func(f func(ctx context.Context) (int, error)) <-chan error {
+			done := make(chan error, 1)
+			if inTask {
+				go func() {
+					_, err := runtime.SpawnOn(rt, f).Join(context.Background())
+					done <- err
+				}()
+			} else {
+				go func() { _, err := f(gctx); done <- err }()
+			}
+			return done
+		}
+		buf := make([]byte, 8)
+		var n int
+		read := call(func(ctx context.Context) (int, error) {
+			var err error
+			n, err = f.Read(ctx, buf)
+			return n, err
+		})
+		time.Sleep(50 * time.Millisecond) // let the Read wait
+		select {
+		case err := <-read:
+			t.Fatalf("Read of an empty FIFO returned: %v", err)
+		default:
+		}
+		seek := call(func(ctx context.Context) (int, error) {
+			_, err := f.Seek(ctx, 0, io.SeekStart)
+			return 0, err
+		})
+		select {
+		case err := <-seek:
+			if !errors.Is(err, unix.ESPIPE) {
+				t.Errorf("Seek on a FIFO = %v, want ESPIPE as os.File's", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Seek waited for the Read")
+		}
+		write := call(func(ctx context.Context) (int, error) { return f.Write(ctx, []byte("hi")) })
+		select {
+		case err := <-write:
+			if err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Write waited for the Read")
+		}
+		select {
+		case err := <-read:
+			if err != nil || string(buf[:n]) != "hi" {
+				t.Fatalf("Read = %q, %v; want \"hi\"", buf[:n], err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Read did not return the bytes written")
+		}
+	})
+}

@@ -317,10 +317,10 @@ func (n *NetConn) ReadFrom(r io.Reader) (int64, error) {
 // when f's file system cannot splice or sendfile.
 func (n *NetConn) sendFile(f *File, limit int64) (sent int64, handled bool, err error) {
 	ctx := n.wd.context()
-	if err := f.lockPos(ctx, "read"); err != nil {
+	if err := f.lockPos(ctx, "read", false); err != nil {
 		return 0, true, expired(ctx, err, "readfrom", n.c.network, n.c.laddr, n.c.raddr)
 	}
-	defer f.unlockPos(ctx)
+	defer f.unlockPos(ctx, false)
 	pos, err := unix.Seek(f.guard.fd, 0, io.SeekCurrent)
 	if err != nil {
 		return 0, true, pathError("seek", f.name, err)
