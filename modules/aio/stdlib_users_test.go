@@ -729,6 +729,43 @@ func TestStdPacketConnSemantics(t *testing.T) {
 	})
 }
 
+// WriteTo a *net.UDPAddr without an IP (what net.ResolveUDPAddr makes of
+// ":port") sends to this host, as net.UDPConn's does: the unspecified
+// address of the socket's family, which the kernel delivers locally. Both
+// from an IPv4 socket and from a dual-stack one, from a goroutine and from
+// a task. Before, NetPacketConn refused it with "invalid AddrPort".
+func TestStdPacketConnWriteToAddressWithoutIP(t *testing.T) {
+	forStdPacketImpls(t, func(t *testing.T, impl stdPacketImpl) {
+		for _, inTask := range []bool{false, true} {
+			// The receiver listens on every address, so that a datagram
+			// to either loopback reaches it.
+			dst := impl.listen(t, "udp", ":0")
+			to, err := net.ResolveUDPAddr("udp", fmt.Sprintf(":%d", dst.LocalAddr().(*net.UDPAddr).Port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if to.IP != nil {
+				t.Fatalf("net.ResolveUDPAddr(\":port\") = %#v, want no IP", to)
+			}
+			for _, src := range []struct{ network, address string }{{"udp4", "127.0.0.1:0"}, {"udp", ":0"}} {
+				from := impl.listen(t, src.network, src.address)
+				runIn(t, inTask, impl.task, func(ctx context.Context) error {
+					if n, err := from.WriteTo([]byte(src.network), to); n != len(src.network) || err != nil {
+						return fmt.Errorf("%s WriteTo(%v) = %d, %v; want the datagram sent, as net's", src.network, to, n, err)
+					}
+					dst.SetReadDeadline(time.Now().Add(10 * time.Second))
+					buf := make([]byte, 16)
+					n, _, err := dst.ReadFrom(buf)
+					if err != nil || string(buf[:n]) != src.network {
+						return fmt.Errorf("%s: received %q, %v", src.network, buf[:n], err)
+					}
+					return nil
+				})
+			}
+		}
+	})
+}
+
 // Close from another goroutine ends a blocked Read, Accept and ReadFrom
 // with an error matching net.ErrClosed, whether the blocked call runs in
 // a goroutine or a task.

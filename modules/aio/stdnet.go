@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // deadline is one direction's deadline of a net.Conn or net.Listener
@@ -413,7 +415,10 @@ func (n *NetPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 }
 
 // WriteTo sends b as one datagram to addr, a *net.UDPAddr (or any net.Addr
-// whose String is an ip:port).
+// whose String is an ip:port). A *net.UDPAddr without an IP (as
+// net.ResolveUDPAddr returns for ":port") means this host, as for
+// net.UDPConn: the datagram goes to the unspecified address of the
+// socket's family, which the kernel delivers locally.
 func (n *NetPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if !n.ok() {
 		return 0, invalidSocket("write")
@@ -421,7 +426,18 @@ func (n *NetPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	var to netip.AddrPort
 	switch a := addr.(type) {
 	case *net.UDPAddr:
-		to = a.AddrPort()
+		switch {
+		case a == nil:
+			return 0, &net.OpError{Op: "write", Net: "udp", Source: n.c.LocalAddr(), Err: errMissingAddress}
+		case len(a.IP) == 0:
+			unspecified := netip.IPv4Unspecified()
+			if n.c.family == unix.AF_INET6 {
+				unspecified = netip.IPv6Unspecified()
+			}
+			to = netip.AddrPortFrom(unspecified, uint16(a.Port))
+		default:
+			to = a.AddrPort()
+		}
 	case nil:
 		return 0, &net.OpError{Op: "write", Net: "udp", Source: n.c.LocalAddr(), Err: errMissingAddress}
 	default:
