@@ -49,8 +49,9 @@ type File struct {
 	// offset go to Linux AIO (kaio.go); on the ring a task's transfers
 	// at the file position are made at an explicit offset (transferAtPos).
 	direct *kaioFile
-	// appends: opened with O_APPEND (transferAtPos moves the position
-	// to the end after a write, as write(2) does).
+	// appends: opened with O_APPEND. WriteAt refuses it, and
+	// transferAtPos moves the position to the end after a write, as
+	// write(2) does.
 	appends bool
 	// pollable: a pipe, socket or character device (a terminal) may wait
 	// forever, so its reads and writes wait where ctx and Close can end
@@ -138,10 +139,10 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 		if st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFBLK {
 			if flag&unix.O_DIRECT != 0 {
 				f.direct = new(kaioFile)
-				f.appends = flag&unix.O_APPEND != 0
 			}
 		}
 	}
+	f.appends = flag&unix.O_APPEND != 0
 	f.guard.init(rt, int(res.Res), false)
 	f.guard.pipe = f.pollable
 	return f, nil
@@ -201,6 +202,10 @@ func (f *File) nilContext(op string) error { return pathError(op, f.name, runtim
 
 // errNegativeOffset is what os reports for a negative ReadAt/WriteAt offset.
 var errNegativeOffset = errors.New("negative offset")
+
+// errWriteAtInAppendMode is os's error for WriteAt on a file opened with
+// O_APPEND (which os returns bare, and File inside its *fs.PathError).
+var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file opened with O_APPEND")
 
 // ReadAt reads len(b) bytes at offset off, like os.File.ReadAt: it returns
 // n < len(b) only with an error, io.EOF when the file ends first. It does
@@ -268,15 +273,22 @@ func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, trie
 
 // WriteAt writes b at offset off, like os.File.WriteAt: it returns
 // n < len(b) only with an error. It does not use or move the file position
-// and may run concurrently with any other method. (On a file opened with
-// O_APPEND, Linux appends whatever the offset; os refuses that case with an
-// error, WriteAt leaves it to the kernel.)
+// and may run concurrently with any other method. On a file opened with
+// O_APPEND it fails without writing, as os.File.WriteAt does (Linux's
+// pwrite would append whatever the offset, where io.WriterAt promises the
+// bytes at off).
 func (f *File) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if !f.ok() {
 		return 0, invalidFile("write")
 	}
 	if ctx == nil {
 		return 0, f.nilContext("write")
+	}
+	if f.appends {
+		if f.guard.closing() {
+			return 0, pathError("write", f.name, fs.ErrClosed) // os checks that first
+		}
+		return 0, pathError("writeat", f.name, errWriteAtInAppendMode)
 	}
 	if off < 0 {
 		return 0, pathError("writeat", f.name, errNegativeOffset)

@@ -552,3 +552,70 @@ func TestGoroutineIOOutlivesItsRuntime(t *testing.T) {
 		})
 	}
 }
+
+// WriteAt on a file opened with O_APPEND fails without writing, as
+// os.File.WriteAt does: Linux's pwrite appends there whatever the offset,
+// so the bytes would land at the end while io.WriterAt promises them at
+// the offset (an io.SectionWriter's, a torrent's piece). From a goroutine
+// and from a task, on both backends.
+func TestFileWriteAtRefusesAppendMode(t *testing.T) {
+	forBackendsAndCallers(t, func(t *testing.T, backend runtime.Backend, inTask bool) {
+		rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: backend})
+		name := filepath.Join(t.TempDir(), "append")
+		if err := os.WriteFile(name, []byte("0123456789"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check := func(ctx context.Context) error {
+			f, err := OpenFile(ctx, name, os.O_RDWR|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close(ctx)
+			of, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			defer of.Close()
+			_, oerr := of.WriteAt([]byte("x"), 2)
+			if oerr == nil {
+				return errors.New("os.File.WriteAt in append mode succeeded; the test's premise is wrong")
+			}
+			for _, w := range []struct {
+				what string
+				f    func() (int, error)
+			}{
+				{"File.WriteAt", func() (int, error) { return f.WriteAt(ctx, []byte("AB"), 2) }},
+				{"FileIO.WriteAt", func() (int, error) { return f.IO().WriteAt([]byte("AB"), 2) }},
+			} {
+				n, err := w.f()
+				var pe *fs.PathError
+				if n != 0 || !errors.As(err, &pe) || pe.Err.Error() != oerr.Error() {
+					return fmt.Errorf("%s in append mode = %d, %v; want 0 and a *fs.PathError wrapping os's %q", w.what, n, err, oerr)
+				}
+			}
+			if got, _ := os.ReadFile(name); string(got) != "0123456789" {
+				return fmt.Errorf("after the refused WriteAts the file holds %q", got)
+			}
+			// Write still appends.
+			if n, err := f.Write(ctx, []byte("!")); n != 1 || err != nil {
+				return fmt.Errorf("Write in append mode = %d, %v", n, err)
+			}
+			if got, _ := os.ReadFile(name); string(got) != "0123456789!" {
+				return fmt.Errorf("after Write the file holds %q", got)
+			}
+			// Closed: fs.ErrClosed first, as os.File's.
+			if err := f.Close(ctx); err != nil {
+				return err
+			}
+			if _, err := f.WriteAt(ctx, []byte("x"), 0); !errors.Is(err, fs.ErrClosed) {
+				return fmt.Errorf("WriteAt after Close in append mode = %v, want fs.ErrClosed", err)
+			}
+			return nil
+		}
+		if inTask {
+			runTask(t, rt, check)
+		} else if err := check(goroutineCtx(rt)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
