@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/faio-go/faio/modules/runtime"
 	"github.com/faio-go/faio/modules/uring"
@@ -609,6 +610,43 @@ func (f *File) Sync(ctx context.Context) error {
 	fdOps.Put(op)
 	if err := fileErr(res, serr); err != nil {
 		return pathError("sync", f.name, err)
+	}
+	return nil
+}
+
+// Truncate changes the size of the file to size, like os.File.Truncate
+// (ftruncate(2)): bytes past size are dropped, and a file extended reads
+// zeros there. It neither uses nor moves the file position. A task's
+// truncate runs on the blocking pool while the task suspends (io_uring's
+// IORING_OP_FTRUNCATE is too recent to count on), a goroutine's is the
+// system call itself; ctx can end the wait for a pool slot, not the
+// system call.
+func (f *File) Truncate(ctx context.Context, size int64) error {
+	if !f.ok() {
+		return invalidFile("truncate")
+	}
+	if ctx == nil {
+		return f.nilContext("truncate")
+	}
+	if !f.guard.incref() {
+		return pathError("truncate", f.name, fs.ErrClosed)
+	}
+	defer f.guard.decref(ctx)
+	fd := uintptr(f.guard.fd)
+	trunc := func() runtime.Result {
+		return sys(func() (uintptr, uintptr, syscall.Errno) {
+			return unix.Syscall(unix.SYS_FTRUNCATE, fd, uintptr(size), 0)
+		})
+	}
+	var res runtime.Result
+	var err error
+	if runtime.InTask(ctx) {
+		res, err = blocking(ctx, trunc)
+	} else if err = ctx.Err(); err == nil {
+		res = trunc()
+	}
+	if err = fileErr(res, err); err != nil {
+		return pathError("truncate", f.name, err)
 	}
 	return nil
 }

@@ -619,3 +619,98 @@ func TestFileWriteAtRefusesAppendMode(t *testing.T) {
 		}
 	})
 }
+
+// Truncate does what os.File.Truncate does, from a goroutine and from a
+// task on both backends: it shortens and extends the file (with zeros),
+// leaves the file position where it was, and fails as os's does on a
+// negative size, on a file opened read-only and after Close.
+func TestFileTruncateMatchesOS(t *testing.T) {
+	type truncater interface {
+		io.ReadWriteSeeker
+		io.Closer
+		Truncate(int64) error
+	}
+	script := func(open func(name string, flag int) (truncater, error), name string) ([]string, error) {
+		var log []string
+		rec := func(what string, v any, err error) {
+			var e string
+			var pe *fs.PathError
+			switch {
+			case err == nil:
+				e = "nil"
+			case errors.As(err, &pe):
+				e = fmt.Sprintf("PathError{%s: %v}", pe.Op, pe.Err)
+			default:
+				e = fmt.Sprintf("%T %v", err, err)
+			}
+			log = append(log, fmt.Sprintf("%s: %v %s", what, v, e))
+		}
+		if err := os.WriteFile(name, []byte("0123456789"), 0o644); err != nil {
+			return nil, err
+		}
+		f, err := open(name, os.O_RDWR)
+		if err != nil {
+			return nil, err
+		}
+		pos, err := f.Seek(8, io.SeekStart)
+		rec("Seek 8", pos, err)
+		rec("Truncate 4", "", f.Truncate(4))
+		pos, err = f.Seek(0, io.SeekCurrent)
+		rec("position after Truncate", pos, err)
+		got, _ := os.ReadFile(name)
+		rec("contents", fmt.Sprintf("%q", got), nil)
+		rec("Truncate 6", "", f.Truncate(6))
+		got, _ = os.ReadFile(name)
+		rec("contents", fmt.Sprintf("%q", got), nil)
+		rec("Truncate -1", "", f.Truncate(-1))
+		rec("Close", "", f.Close())
+		rec("Truncate after Close", "", f.Truncate(0))
+		ro, err := open(name, os.O_RDONLY)
+		if err != nil {
+			return nil, err
+		}
+		rec("Truncate read-only", "", ro.Truncate(0))
+		ro.Close()
+		got, _ = os.ReadFile(name)
+		rec("contents", fmt.Sprintf("%q", got), nil)
+		return log, nil
+	}
+	dir := t.TempDir()
+	want, err := script(func(name string, flag int) (truncater, error) { return os.OpenFile(name, flag, 0) }, filepath.Join(dir, "os"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forBackendsAndCallers(t, func(t *testing.T, backend runtime.Backend, inTask bool) {
+		rt := newRuntime(t, runtime.Config{Workers: 1, IOBackend: backend})
+		check := func(ctx context.Context) error {
+			got, err := script(func(name string, flag int) (truncater, error) {
+				f, err := OpenFile(ctx, name, flag, 0)
+				if err != nil {
+					return nil, err
+				}
+				return f.IO(), nil
+			}, filepath.Join(t.TempDir(), "faio"))
+			if err != nil {
+				return err
+			}
+			for i := range max(len(got), len(want)) {
+				var g, w string
+				if i < len(got) {
+					g = got[i]
+				}
+				if i < len(want) {
+					w = want[i]
+				}
+				if g != w {
+					t.Errorf("FileIO %q, os.File %q", g, w)
+				}
+			}
+			return nil
+		}
+		if inTask {
+			runTask(t, rt, check)
+		} else if err := check(goroutineCtx(rt)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

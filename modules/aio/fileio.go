@@ -7,7 +7,8 @@ import (
 
 // FileIO is a File as the io interfaces (io.Reader, io.Writer,
 // io.ReaderAt, io.WriterAt, io.Seeker, io.Closer), for code written against
-// them: bufio, io.Copy, archive readers. Its methods take no context and
+// them: bufio, io.Copy, archive readers. Like an *os.File it also has
+// Truncate. Its methods take no context and
 // cannot be cancelled; called from a task, an operation suspends the task,
 // from a plain goroutine it blocks the goroutine. It is safe for concurrent
 // use as the File is.
@@ -55,6 +56,9 @@ func (x *FileIO) WriteAt(b []byte, off int64) (int, error) {
 func (x *FileIO) Seek(offset int64, whence int) (int64, error) {
 	return x.File().Seek(context.Background(), offset, whence)
 }
+
+// Truncate changes the size of the file, like os.File.Truncate.
+func (x *FileIO) Truncate(size int64) error { return x.File().Truncate(context.Background(), size) }
 
 // Close closes the file.
 func (x *FileIO) Close() error { return x.File().Close(context.Background()) }

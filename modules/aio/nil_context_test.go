@@ -74,6 +74,7 @@ func TestNilContextIsRefused(t *testing.T) {
 		{"File.Writev", func() error { _, err := f.Writev(nilCtx, [][]byte{b}); return err }},
 		{"File.Seek", func() error { _, err := f.Seek(nilCtx, 0, 0); return err }},
 		{"File.Sync", func() error { return f.Sync(nilCtx) }},
+		{"File.Truncate", func() error { return f.Truncate(nilCtx, 0) }},
 		{"File.Stat", func() error { _, err := f.Stat(nilCtx); return err }},
 		{"File.Close", func() error { return f.Close(nilCtx) }},
 	} {

@@ -228,6 +228,7 @@ func ownerCalls(f *File, c *Conn, l *Listener, u *UDPConn, real *realPeers) []in
 		{"File.Writev(empty)", pathErr, func(ctx context.Context) (string, error) { return count(f.Writev(ctx, nil)) }},
 		{"File.Seek", pathErr, func(ctx context.Context) (string, error) { return count(f.Seek(ctx, 0, io.SeekEnd)) }},
 		{"File.Sync", pathErr, func(ctx context.Context) (string, error) { return errOnly(f.Sync(ctx)) }},
+		{"File.Truncate", pathErr, func(ctx context.Context) (string, error) { return errOnly(f.Truncate(ctx, 0)) }},
 		{"File.Stat", pathErr, func(ctx context.Context) (string, error) {
 			fi, err := f.Stat(ctx)
 			if fi != nil {
@@ -336,6 +337,7 @@ func adapterCalls(x *FileIO, nc *NetConn, nl *NetListener, pc *NetPacketConn, re
 		{"FileIO.ReadAt", pathErr, func(context.Context) (string, error) { return count(x.ReadAt(make([]byte, 8), 0)) }},
 		{"FileIO.WriteAt", pathErr, func(context.Context) (string, error) { return count(x.WriteAt(b, 0)) }},
 		{"FileIO.Seek", pathErr, func(context.Context) (string, error) { return count(x.Seek(0, io.SeekEnd)) }},
+		{"FileIO.Truncate", pathErr, func(context.Context) (string, error) { return errOnly(x.Truncate(0)) }},
 		{"FileIO.Close", pathErr, func(context.Context) (string, error) { return errOnly(x.Close()) }},
 		{"FileIO.File", noErr, func(context.Context) (string, error) {
 			if f := x.File(); f != nil && f.guard.state.Load() != 0 {
