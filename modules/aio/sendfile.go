@@ -285,7 +285,9 @@ func (p *splicePipe) close() {
 // *io.LimitedReader around a *FileIO, up to its limit. Any other reader, a
 // File that is not a regular file, and one whose file system can neither
 // splice nor sendfile (EINVAL, as some of /proc and /sys) are copied with
-// io.Copy's buffer, through Write. The end of r is not an error.
+// io.Copy's buffer, through Write. The end of r is not an error; any other
+// error, r's or the connection's, is a *net.OpError "readfrom", as
+// net.TCPConn.ReadFrom's.
 func (n *NetConn) ReadFrom(r io.Reader) (int64, error) {
 	if !n.ok() {
 		return 0, invalidSocket("readfrom")
@@ -309,7 +311,13 @@ func (n *NetConn) ReadFrom(r io.Reader) (int64, error) {
 		}
 	}
 	// Hiding ReadFrom keeps io.Copy from calling it again.
-	return io.Copy(writerOnly{n}, r)
+	copied, err := io.Copy(writerOnly{n}, r)
+	if err != nil {
+		// As net.TCPConn.ReadFrom wraps its errors, the source's and
+		// Write's alike.
+		err = netError("readfrom", n.c.network, n.c.laddr, n.c.raddr, err)
+	}
+	return copied, err
 }
 
 // sendFile is ReadFrom of up to limit bytes (-1: all) of f from its file

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -1084,6 +1085,30 @@ func TestStdZeroByteCallsAndDeadlines(t *testing.T) {
 				return nil
 			}
 			runIn(t, inTask, impl.task, check)
+		}
+	})
+}
+
+// io.Copy to a connection whose source fails returns the source's error
+// inside a *net.OpError "readfrom", as net.TCPConn.ReadFrom does, whatever
+// copies the bytes (NetConn.ReadFrom's buffer here), so that code that
+// inspects the net.Error of an io.Copy to a net.Conn finds one.
+func TestStdReadFromWrapsTheSourceError(t *testing.T) {
+	forStdImpls(t, func(t *testing.T, impl stdImpl) {
+		for _, inTask := range []bool{false, true} {
+			c, _ := stdConnPair(t, impl)
+			runIn(t, inTask, impl.task, func(ctx context.Context) error {
+				boom := errors.New("boom")
+				n, err := io.Copy(c, io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)))
+				var oe *net.OpError
+				if n != 3 || !errors.Is(err, boom) || !errors.As(err, &oe) || oe.Op != "readfrom" {
+					return fmt.Errorf("io.Copy of 3 bytes and an error = %d, %#v; want 3 and a *net.OpError \"readfrom\" wrapping the error", n, err)
+				}
+				if oe.Source == nil || oe.Source.String() != c.LocalAddr().String() || oe.Addr == nil || oe.Addr.String() != c.RemoteAddr().String() {
+					return fmt.Errorf("the error's addresses are %v and %v, want the connection's, %v and %v", oe.Source, oe.Addr, c.LocalAddr(), c.RemoteAddr())
+				}
+				return nil
+			})
 		}
 	})
 }
