@@ -84,6 +84,33 @@ func TestNetConnConformanceFromTasks(t *testing.T) {
 	})
 }
 
+// The suite from tasks on the portable backend too, whose tasks wait in
+// the runtime's readiness poller rather than on a ring, and over Unix
+// sockets on both backends (TCP on io_uring is the test above).
+func TestNetConnConformanceFromTasksOnEveryBackend(t *testing.T) {
+	for _, backend := range backends {
+		for _, network := range []string{"tcp", "unix"} {
+			if backend == runtime.BackendAuto && network == "tcp" {
+				continue
+			}
+			t.Run(backend.String()+"/"+network, func(t *testing.T) {
+				rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+				address := "127.0.0.1:0"
+				if network == "unix" {
+					address = "" // an abstract name the kernel picks
+				}
+				nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
+					c1, c2, stop, err := netPipeOn(goroutineCtx(rt), network, address)
+					if err != nil {
+						return nil, nil, nil, err
+					}
+					return taskConn{c1, rt}, taskConn{c2, rt}, stop, nil
+				})
+			})
+		}
+	}
+}
+
 // taskConn runs the Reads and Writes of its net.Conn in tasks of rt.
 type taskConn struct {
 	net.Conn
