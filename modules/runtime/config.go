@@ -171,8 +171,14 @@ const EnvPinned = "FAIO_PINNED"
 // StallInfo describes a worker that kept one task running past
 // Config.StallThreshold while other work was waiting for it.
 type StallInfo struct {
-	Worker  int           // the stalled worker
-	TaskID  uint64        // the task it was running
+	Worker int // the stalled worker
+	// TaskID is the task it was running, or completing: a task whose
+	// function has returned holds its worker until the runtime has
+	// completed it (woken its joiners, stopped the AfterFunc on its
+	// spawn context, which runs that context's code). It is 0 when the
+	// worker was held in its own loop between two tasks, with no task
+	// named (its thread descheduled, say).
+	TaskID  uint64
 	Running time.Duration // how long that task had been running
 	// Waiting counts what waited: the tasks in the worker's queues, one
 	// for its overdue timers, its ring's completions not reaped, one for

@@ -315,8 +315,14 @@ func (w *worker) runTask(t *Task) {
 	switch c.yieldReason {
 	case reasonDone:
 		t.bind(nil)
-		w.poolCoro(c)
+		// Completed before its coroutine is pooled, which unnames the
+		// task: completing may take a while (it stops the AfterFunc
+		// on the task's spawn context, which runs that context's code)
+		// and the watchdog names the task that holds the worker from
+		// what the current coroutine runs (see Sample), as runInline
+		// completes a task on its coroutine.
 		w.finish(t)
+		w.poolCoro(c)
 	case reasonFinished:
 		w.poolCoro(c)
 	case reasonYield:

@@ -1,0 +1,88 @@
+package runtime
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// slowStopCtx is a context whose AfterFunc registration takes hold to
+// stop: Go's context package calls the stop of a parent that implements
+// AfterFunc (its afterFuncer interface) when a context.AfterFunc on it is
+// stopped, and the runtime stops the one it set on a task's spawn context
+// when the task completes, on the worker, after the task's function has
+// returned.
+type slowStopCtx struct {
+	context.Context
+	hold time.Duration
+}
+
+func (c slowStopCtx) AfterFunc(f func()) func() bool {
+	stop := context.AfterFunc(c.Context, f)
+	return func() bool {
+		time.Sleep(c.hold)
+		return stop()
+	}
+}
+
+// A worker held while it completes a task whose function has returned
+// (here by its spawn context's AfterFunc stop) is reported with that
+// task's id, once per task. The worker's loop pooled the task's coroutine
+// before it completed the task, and the watchdog, which samples the task
+// the coroutine runs, reported TaskID 0; and since every completion then
+// looked the same (the pooled coroutine, no task), only the first of
+// several in a row was reported at all. IOInterval 1 keeps every
+// completion out of runInline (which completes a task on its coroutine,
+// still named there), so each goes through the loop.
+func TestStallWhileCompletingATaskNamesIt(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		stalls []StallInfo
+	)
+	rt := newRuntime(t, Config{Workers: 1, IOInterval: 1, StallThreshold: 10 * time.Millisecond, OnStall: func(s StallInfo) {
+		mu.Lock()
+		stalls = append(stalls, s)
+		mu.Unlock()
+	}})
+	const (
+		rounds = 3
+		hold   = 100 * time.Millisecond
+	)
+	var ids []uint64
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		for range rounds {
+			// Queued behind the completion: the stall has work waiting.
+			Spawn(ctx, func(context.Context) (int, error) { return 0, nil })
+			var id atomic.Uint64
+			h := Spawn(slowStopCtx{ctx, hold}, func(ctx context.Context) (int, error) {
+				id.Store(Current(ctx).ID())
+				return 0, nil
+			})
+			if _, err := h.Join(ctx); err != nil {
+				return 0, err
+			}
+			ids = append(ids, id.Load())
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	reported := map[uint64]bool{}
+	for _, s := range stalls {
+		if !slices.Contains(ids, s.TaskID) {
+			t.Errorf("stall reported with TaskID %d, want one of the completing tasks %v: %+v", s.TaskID, ids, s)
+		}
+		reported[s.TaskID] = true
+	}
+	for _, id := range ids {
+		if !reported[id] {
+			t.Errorf("task %d held its worker for %v while it completed, and no stall named it (reports: %+v)", id, hold, stalls)
+		}
+	}
+}
