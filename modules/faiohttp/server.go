@@ -512,8 +512,13 @@ func (c *conn) badRequest(err error) {
 }
 
 // reject answers a request it will not serve with code and text, and the
-// connection closes.
+// connection closes. The write is bounded by WriteTimeout, as net/http
+// bounds it: the deadline of the previous response was cleared, and a
+// client that reads nothing held the connection for good.
 func (c *conn) reject(code int, text string) {
+	if d := c.srv.WriteTimeout; d > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(d))
+	}
 	fmt.Fprintf(c.rwc, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s", code, http.StatusText(code), text)
 }
 

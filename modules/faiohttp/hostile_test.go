@@ -1,0 +1,117 @@
+package faiohttp
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// serverSide returns the descriptor of the server's end of c, a
+// connection to a server in this process: the socket whose peer is c's
+// local address.
+func serverSide(t *testing.T, c net.Conn) int {
+	t.Helper()
+	want := c.LocalAddr().(*net.TCPAddr)
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		sa, err := syscall.Getpeername(fd)
+		if err != nil {
+			continue
+		}
+		if in4, ok := sa.(*syscall.SockaddrInet4); ok && in4.Port == want.Port && net.IP(in4.Addr[:]).Equal(want.IP) {
+			return fd
+		}
+	}
+	t.Fatalf("no socket in this process has %v for its peer", want)
+	return -1
+}
+
+// unsent returns how many bytes fd's socket holds that its peer has not
+// acknowledged (SIOCOUTQ).
+func unsent(fd int) int {
+	var n int32
+	syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCOUTQ, uintptr(unsafe.Pointer(&n)))
+	return int(n)
+}
+
+// openConns returns how many connections srv serves.
+func openConns(srv *Server) int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return len(srv.conns)
+}
+
+// The response the server writes itself to a request it refuses (400,
+// 431, 501, 505) is bounded by WriteTimeout, as net/http's is. To a
+// client that reads nothing it was not: the write waited for good,
+// holding the connection's task and descriptor, and Shutdown waited for
+// it too. The client here has a receive window too small for the
+// response before, whose last TCP segment is full, so the kernel cannot
+// add the refusal to it, and the server's send buffer is cut so that it
+// takes nothing more.
+func TestRefusalHonoursWriteTimeout(t *testing.T) {
+	filled := make(chan struct{}, 1)
+	addr, srv := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		h := w.Header()
+		h.Set("Content-Length", strconv.Itoa(n))
+		h.Set("Content-Type", "x")
+		h.Set("Date", "x")
+		w.Write([]byte(strings.Repeat("f", n)))
+		filled <- struct{}{}
+	}), func(s *Server) { s.WriteTimeout = 300 * time.Millisecond })
+
+	// The length of a header of a response with 5 digits of length.
+	resp := rawExchange(t, addr, "GET /?n=10000 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 5*time.Second)
+	<-filled
+	headerLen := len(resp) - 10000
+
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1) })
+	}}
+	c, err := d.DialContext(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /?n=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+		t.Fatal(err)
+	}
+	<-filled
+	fd := serverSide(t, c)
+	mss, err := syscall.GetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_MAXSEG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET /?n=%d HTTP/1.1\r\nHost: a\r\n\r\n", 20*mss-headerLen)
+	<-filled
+	time.Sleep(100 * time.Millisecond) // for the server to wait for the next request
+	syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 1)
+	if n := unsent(fd); n == 0 {
+		t.Fatalf("the client took the whole response (MSS %d): nothing waits in the server's socket", mss)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\n\r\n") // no Host: 400
+	for start := time.Now(); openConns(srv) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("the connection is still open 5s after a refusal to a client that reads nothing, with WriteTimeout 300ms")
+		}
+	}
+}
