@@ -3,6 +3,7 @@ package faiohttp
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,10 +11,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/faio-go/faio/modules/aio"
+	"github.com/faio-go/faio/modules/runtime"
+	"go.uber.org/goleak"
 )
 
 // serverSide returns the descriptor of the server's end of c, a
@@ -113,5 +119,64 @@ func TestRefusalHonoursWriteTimeout(t *testing.T) {
 		if time.Since(start) > 5*time.Second {
 			t.Fatalf("the connection is still open 5s after a refusal to a client that reads nothing, with WriteTimeout 300ms")
 		}
+	}
+}
+
+// Shutdown called from a task suspends the task while it waits for the
+// requests in flight, as its doc says. It blocked the worker in a Go
+// select instead: on a runtime of one worker the request it waited for
+// could not finish, and Shutdown returned ctx.Err() when its context
+// ended (without one, it never returned).
+func TestShutdownFromATaskLetsRequestsFinish(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	rt, err := runtime.New(runtime.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+		goleak.VerifyNone(t, ignore)
+	})
+	ln, err := aio.Listen(runtime.WithRuntime(context.Background(), rt), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entered atomic.Bool
+	srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered.Store(true)
+		runtime.Sleep(r.Context(), 100*time.Millisecond)
+		io.WriteString(w, "finished")
+	})}
+	got := make(chan string, 1)
+	go func() {
+		got <- rawExchange(t, ln.Addr().String(), "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 10*time.Second)
+	}()
+	var serveErr, shutdownErr error
+	var took time.Duration
+	runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		h := runtime.Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, srv.Serve(ctx, ln)
+		})
+		for !entered.Load() {
+			runtime.Sleep(ctx, time.Millisecond)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		shutdownErr = srv.Shutdown(sctx)
+		took = time.Since(start)
+		_, serveErr = h.Join(ctx)
+		return struct{}{}, nil
+	})
+	if shutdownErr != nil {
+		t.Errorf("Shutdown from a task returned %v after %v, with a request of 100ms in flight", shutdownErr, took)
+	}
+	if !errors.Is(serveErr, ErrServerClosed) {
+		t.Errorf("Serve: %v", serveErr)
+	}
+	if r := <-got; !strings.HasSuffix(r, "finished") {
+		t.Errorf("the request in flight got %q", r)
 	}
 }

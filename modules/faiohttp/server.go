@@ -206,8 +206,8 @@ func (s *Server) track(c *conn, add bool) bool {
 // request, or TLS ones for their handshake's first byte), lets the
 // requests in flight finish (their connections close after the response)
 // and waits for them until ctx ends; then it returns ctx.Err() and the
-// connections still open are left to finish. Called from a task, the task
-// suspends.
+// connections still open are left to finish. Called from a task with its
+// context (or one derived from it), the task suspends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	lns, conns, done := s.stop(true)
 	for _, ln := range lns {
@@ -216,12 +216,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.closeIfIdle()
 	}
+	return waitDone(ctx, done)
+}
+
+// waitDone waits until done is closed or ctx ends. A task waits in
+// Blocking, suspended: in a select it held its worker, and with it the
+// requests it waited for that ran there (on a runtime of one worker,
+// Shutdown from a task waited for its ctx, whatever the requests took).
+func waitDone(ctx context.Context, done <-chan struct{}) error {
 	select {
 	case <-done:
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
 	}
+	_, err := runtime.Blocking(ctx, func() (struct{}, error) {
+		select {
+		case <-done:
+			return struct{}{}, nil
+		case <-ctx.Done():
+			return struct{}{}, ctx.Err()
+		}
+	})
+	return err
 }
 
 // Close closes the listeners and every connection at once.
