@@ -180,3 +180,54 @@ func TestShutdownFromATaskLetsRequestsFinish(t *testing.T) {
 		t.Errorf("the request in flight got %q", r)
 	}
 }
+
+// Shutdown closes the connections that are reading a request's header, as
+// net/http's does: a kept-alive one at once (its header read is idle
+// time, net/http's StateIdle), one reading its first request once it is
+// 5 s old (StateNew). It closed a connection only before its request's
+// first byte: one that sent "G" and no more, without ReadHeaderTimeout
+// set, kept Shutdown waiting for good (found with a slowloris client).
+func TestShutdownClosesConnectionsReadingAHeader(t *testing.T) {
+	addr, srv := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}), nil)
+	kept, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close()
+	br := bufio.NewReader(kept)
+	io.WriteString(kept, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(kept, "GET / HTTP/1.1\r\nHo")
+	fresh, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	io.WriteString(fresh, "G")
+	time.Sleep(100 * time.Millisecond) // for the server to read both
+	start := time.Now()
+	closed := make(chan time.Duration, 2)
+	for _, c := range []net.Conn{kept, fresh} {
+		go func() {
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			io.Copy(io.Discard, c)
+			closed <- time.Since(start)
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown with a connection in the middle of its first request's header (5 s grace in net/http): %v after %v", err, time.Since(start))
+	}
+	first, second := <-closed, <-closed
+	if first > 2*time.Second {
+		t.Errorf("the kept-alive connection in the middle of its next header was closed %v after Shutdown began, want at once", first)
+	}
+	if second < 4*time.Second || second > 7*time.Second {
+		t.Errorf("the new connection in the middle of its first header was closed %v after Shutdown began, want once it is 5 s old", second)
+	}
+}

@@ -170,7 +170,7 @@ func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
 			}
 			continue
 		}
-		cn := &conn{srv: s, nc: c.NetConn()}
+		cn := &conn{srv: s, nc: c.NetConn(), start: time.Now()}
 		if !s.track(cn, true) {
 			cn.nc.Close()
 			return ErrServerClosed
@@ -202,28 +202,52 @@ func (s *Server) track(c *conn, add bool) bool {
 	return true
 }
 
-// Shutdown stops accepting, closes idle connections (waiting for a
-// request, or TLS ones for their handshake's first byte), lets the
-// requests in flight finish (their connections close after the response)
-// and waits for them until ctx ends; then it returns ctx.Err() and the
-// connections still open are left to finish. Called from a task with its
-// context (or one derived from it), the task suspends.
+// Shutdown stops accepting, closes idle connections, lets the requests in
+// flight finish (their connections close after the response, which says
+// so) and waits for them until ctx ends; then it returns ctx.Err() and the
+// connections still open are left to finish. As with net/http, a
+// connection is idle while it waits for a request and while it reads the
+// header of a request after its first; one reading its first request's
+// header (or its TLS handshake, once the first byte has come) is closed
+// once it is newConnGrace old. Called from a task with its context (or one
+// derived from it), the task suspends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	lns, conns, done := s.stop(true)
 	for _, ln := range lns {
 		ln.Close(context.Background())
 	}
-	for _, c := range conns {
-		c.closeIfIdle()
+	for {
+		// The time until the youngest connection reading its first
+		// header is due, if any is left.
+		var next time.Duration
+		now := time.Now()
+		for _, c := range conns {
+			if d := c.closeIfIdle(now); d > 0 && (next == 0 || d < next) {
+				next = d
+			}
+		}
+		if next == 0 {
+			return waitDone(ctx, done, nil)
+		}
+		t := time.NewTimer(next)
+		err := waitDone(ctx, done, t.C)
+		t.Stop()
+		if err != errTick {
+			return err
+		}
+		conns = s.openConns()
 	}
-	return waitDone(ctx, done)
 }
 
-// waitDone waits until done is closed or ctx ends. A task waits in
-// Blocking, suspended: in a select it held its worker, and with it the
-// requests it waited for that ran there (on a runtime of one worker,
-// Shutdown from a task waited for its ctx, whatever the requests took).
-func waitDone(ctx context.Context, done <-chan struct{}) error {
+// errTick is waitDone's error when tick fired first.
+var errTick = errors.New("faiohttp: tick")
+
+// waitDone waits until done is closed, ctx ends or tick fires. A task
+// waits in Blocking, suspended: in a select it held its worker, and with
+// it the requests it waited for that ran there (on a runtime of one
+// worker, Shutdown from a task waited for its ctx, whatever the requests
+// took).
+func waitDone(ctx context.Context, done <-chan struct{}, tick <-chan time.Time) error {
 	select {
 	case <-done:
 		return nil
@@ -235,9 +259,22 @@ func waitDone(ctx context.Context, done <-chan struct{}) error {
 			return struct{}{}, nil
 		case <-ctx.Done():
 			return struct{}{}, ctx.Err()
+		case <-tick:
+			return struct{}{}, errTick
 		}
 	})
 	return err
+}
+
+// openConns returns the connections open.
+func (s *Server) openConns() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // Close closes the listeners and every connection at once.
@@ -304,7 +341,9 @@ type conn struct {
 	lr     *limitReader  // bounds the header read
 	br     *bufio.Reader // over lr
 	bw     *bufio.Writer // over rwc
-	idle   atomic.Bool   // between requests: Shutdown may close it
+	start  time.Time     // when it was accepted
+	state  atomic.Int32  // for Shutdown: stateActive, stateIdle, ...
+	served bool          // a request has been read: the next are kept-alive ones
 	linger bool          // the client may still be sending: see lingerClose
 	tlsIn  tlsTransport  // what the TLS connection runs over
 	// sent and sentValues hold the header of the response being sent,
@@ -315,25 +354,81 @@ type conn struct {
 	sentValues []string
 }
 
-// tlsTransport is the connection under TLS: bytes that arrive make the
-// connection busy, the handshake's first among them.
+// A connection's states, as Shutdown sees them (net/http's StateActive,
+// StateIdle and StateNew). Only the connection's task moves it out of
+// stateIdle or stateNew, but for Shutdown's move to stateClosed: a
+// compare-and-swap on either side, so that Shutdown never closes a
+// connection that has begun to serve a request it read.
+const (
+	// stateActive: serving a request, or not started yet. Shutdown
+	// waits for it (the task checks for Shutdown before each request).
+	stateActive int32 = iota
+	// stateIdle: waiting for a request, or reading the header of a
+	// request after its first. Shutdown closes it.
+	stateIdle
+	// stateNew: reading its first request's header, or its TLS
+	// handshake once the first byte has come. Shutdown closes it once it
+	// is newConnGrace old.
+	stateNew
+	// stateClosed: closed by Shutdown.
+	stateClosed
+)
+
+// newConnGrace is how old a connection still reading its first request's
+// header must be for Shutdown to close it: net/http's 5 s (Go issue 22682).
+const newConnGrace = 5 * time.Second
+
+// tlsTransport is the connection under TLS: the handshake's first byte
+// makes a new connection's state stateNew.
 type tlsTransport struct {
 	*aio.NetConn
-	idle *atomic.Bool
+	c *conn
 }
 
 func (t *tlsTransport) Read(p []byte) (int, error) {
 	n, err := t.NetConn.Read(p)
-	if n > 0 {
-		t.idle.Store(false)
+	if n > 0 && !t.c.served {
+		t.c.state.CompareAndSwap(stateIdle, stateNew)
 	}
 	return n, err
 }
 
-// closeIfIdle closes the connection if it waits for a request.
-func (c *conn) closeIfIdle() {
-	if c.idle.Load() {
-		c.nc.Close()
+// closeIfIdle closes the connection if it is idle, or new and at least
+// newConnGrace old at now; for a new one younger than that it returns the
+// time left.
+func (c *conn) closeIfIdle(now time.Time) time.Duration {
+	for {
+		switch st := c.state.Load(); st {
+		case stateNew:
+			if left := c.start.Add(newConnGrace).Sub(now); left > 0 {
+				return left
+			}
+			fallthrough
+		case stateIdle:
+			if c.state.CompareAndSwap(st, stateClosed) {
+				c.nc.Close()
+				return 0
+			}
+		default:
+			return 0
+		}
+	}
+}
+
+// activate moves the connection from stateIdle or stateNew to stateActive
+// once a request has been read; false means Shutdown has closed it.
+func (c *conn) activate() bool {
+	for {
+		switch st := c.state.Load(); st {
+		case stateIdle, stateNew:
+			if c.state.CompareAndSwap(st, stateActive) {
+				return true
+			}
+		case stateActive:
+			return true
+		default:
+			return false
+		}
 	}
 }
 
@@ -358,12 +453,13 @@ func (c *conn) serve(ctx context.Context) {
 		// Idle, for Shutdown, until its first byte, as a plain one
 		// waiting for its first request: Shutdown waited for one that
 		// never sent its hello (found by a reviewer). net/http closes
-		// such a connection once it is 5 s old.
-		c.idle.Store(true)
+		// such a connection once it is 5 s old. From its first byte,
+		// it is new (tlsTransport).
+		c.state.Store(stateIdle)
 		if s.shutdown.Load() {
 			return
 		}
-		c.tlsIn = tlsTransport{NetConn: c.nc, idle: &c.idle}
+		c.tlsIn = tlsTransport{NetConn: c.nc, c: c}
 		tc := tls.Server(&c.tlsIn, s.TLSConfig)
 		if d := s.readHeaderTimeout(); d > 0 {
 			c.nc.SetDeadline(time.Now().Add(d))
@@ -386,8 +482,12 @@ func (c *conn) serve(ctx context.Context) {
 	for first := true; ; first = false {
 		// Wait for the request's first byte under the idle timeout.
 		// Idle, then the check: Shutdown stores shutdown, then closes
-		// the idle connections, so one of the two sees the other.
-		c.idle.Store(true)
+		// the idle connections, so one of the two sees the other. A
+		// TLS connection's first request is read in the state its
+		// handshake left.
+		if !first || s.TLSConfig == nil {
+			c.state.Store(stateIdle)
+		}
 		if s.shutdown.Load() {
 			return
 		}
@@ -415,7 +515,13 @@ func (c *conn) serve(ctx context.Context) {
 			peek, _ := c.br.Peek(4)
 			c.br.Discard(leadingCRorLF(peek))
 		}
-		c.idle.Store(false)
+		// The first request's header is a new connection's (Shutdown
+		// closes it once it is 5 s old); a later one's is idle time
+		// (Shutdown closes it at once), as in net/http: a client that
+		// sent a byte of it and no more kept Shutdown waiting for good.
+		if first {
+			c.state.CompareAndSwap(stateIdle, stateNew)
+		}
 		// ReadTimeout counts from here, as ReadHeaderTimeout does: the
 		// header's time is part of the request's (net/http's rule).
 		t0 := time.Now()
@@ -436,6 +542,10 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		req, err := http.ReadRequest(c.br)
 		c.lr.n, c.lr.copy = -1, nil
+		if !c.activate() {
+			return // Shutdown closed it
+		}
+		c.served = true
 		if err != nil {
 			c.badRequest(err)
 			return
