@@ -231,3 +231,35 @@ func TestShutdownClosesConnectionsReadingAHeader(t *testing.T) {
 		t.Errorf("the new connection in the middle of its first header was closed %v after Shutdown began, want once it is 5 s old", second)
 	}
 }
+
+// A response sent once Shutdown has begun says "Connection: close", as
+// net/http's does, since the connection closes after it: it said nothing,
+// and a client that reused the connection for its next request lost it.
+func TestResponseDuringShutdownSaysClose(t *testing.T) {
+	entered := make(chan struct{})
+	addr, srv := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		runtime.Sleep(r.Context(), 200*time.Millisecond)
+		io.WriteString(w, "ok")
+	}), nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-entered
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(context.Background()) }()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.Close {
+		t.Errorf("the response to a request in flight at Shutdown does not say Connection: close: %v", resp.Header)
+	}
+	if err := <-shut; err != nil {
+		t.Error(err)
+	}
+}

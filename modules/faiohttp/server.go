@@ -1307,6 +1307,12 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 	if w.req.Close || hasKey(h, "Connection") && strings.EqualFold(h.Get("Connection"), "close") {
 		w.closeAfter = true
 	}
+	if w.c.srv.shutdown.Load() {
+		// The connection closes after this response (serve), and says
+		// so, as net/http's does once keep-alives are off: a client
+		// that reused it lost its next request.
+		w.closeAfter = true
+	}
 	if w.reqBody.continueOwed || w.reqBody.unread {
 		// The client waits for 100 Continue or this response and may
 		// never send the body, or the handler closed the body before
