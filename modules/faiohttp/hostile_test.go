@@ -263,3 +263,39 @@ func TestResponseDuringShutdownSaysClose(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A handler's panic is logged with the stack it was raised on, as
+// net/http logs it, and the server goes on: only the value was logged,
+// which leaves the user to guess where it came from.
+func TestHandlerPanicIsLoggedWithItsStack(t *testing.T) {
+	logged := make(chan string, 1)
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panicInHandler()
+		}
+		io.WriteString(w, "still here")
+	}), func(s *Server) {
+		s.ErrorLog = func(format string, args ...any) {
+			select {
+			case logged <- fmt.Sprintf(format, args...):
+			default:
+			}
+		}
+	})
+	if got := rawExchange(t, addr, "GET /panic HTTP/1.1\r\nHost: a\r\n\r\n", 5*time.Second); got != "" {
+		t.Errorf("a panicking handler's request got %q, want the connection closed", got)
+	}
+	select {
+	case msg := <-logged:
+		if !strings.Contains(msg, "handler bug") || !strings.Contains(msg, "panicInHandler") {
+			t.Errorf("the panic's log has not the value and the function that panicked:\n%s", msg)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the panic was not logged")
+	}
+	if got := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 5*time.Second); !strings.HasSuffix(got, "still here") {
+		t.Errorf("after a handler's panic: %q", got)
+	}
+}
+
+func panicInHandler() { panic("handler bug") }

@@ -57,6 +57,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -436,7 +437,7 @@ func (c *conn) serve(ctx context.Context) {
 	s := c.srv
 	defer func() {
 		if r := recover(); r != nil {
-			s.logf("faiohttp: panic serving %v: %v", c.nc.RemoteAddr(), r)
+			s.logf("faiohttp: panic serving %v: %v\n%s", c.nc.RemoteAddr(), r, debug.Stack())
 		}
 		if c.linger {
 			c.lingerClose()
@@ -816,7 +817,8 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 					w.abort = true
 					return
 				}
-				s.logf("faiohttp: panic serving %v: %v", req.RemoteAddr, r)
+				// With its stack, as net/http logs it.
+				s.logf("faiohttp: panic serving %v: %v\n%s", req.RemoteAddr, r, debug.Stack())
 				w.abort = true
 			}
 		}()
