@@ -299,3 +299,22 @@ func TestHandlerPanicIsLoggedWithItsStack(t *testing.T) {
 }
 
 func panicInHandler() { panic("handler bug") }
+
+// A request's context carries the connection's local address under
+// http.LocalAddrContextKey, as net/http's does: it did not, and a handler
+// that asserted its type (a common use, to tell listeners apart)
+// panicked.
+func TestRequestContextHasTheLocalAddress(t *testing.T) {
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if !ok {
+			http.Error(w, "no local address", http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, a.String())
+	}), nil)
+	got := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 5*time.Second)
+	if !strings.HasSuffix(got, "\r\n\r\n"+addr) {
+		t.Errorf("the handler's local address: %q, want %s", got, addr)
+	}
+}

@@ -998,6 +998,17 @@ type requestContext struct {
 	watch           *runtime.JoinHandle[struct{}]
 }
 
+// Value answers http.LocalAddrContextKey with the connection's local
+// address, as net/http's request context does (a handler that asserted
+// its type panicked), and passes other keys on. http.ServerContextKey,
+// which names an *http.Server, has no value.
+func (r *requestContext) Value(key any) any {
+	if key == http.LocalAddrContextKey {
+		return r.conn.nc.LocalAddr()
+	}
+	return r.Context.Value(key)
+}
+
 // Done returns the context's Done channel, and starts the watch for the
 // client if the body has been read.
 func (r *requestContext) Done() <-chan struct{} {
