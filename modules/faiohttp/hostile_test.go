@@ -3,6 +3,7 @@ package faiohttp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -316,5 +317,44 @@ func TestRequestContextHasTheLocalAddress(t *testing.T) {
 	got := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 5*time.Second)
 	if !strings.HasSuffix(got, "\r\n\r\n"+addr) {
 		t.Errorf("the handler's local address: %q, want %s", got, addr)
+	}
+}
+
+// A plain HTTP request to a TLS server gets net/http's 400 saying so, and
+// a failed handshake is logged, as net/http logs it: the connection was
+// closed without a word on either side, which left a misconfigured
+// client (or certificate) to be guessed at.
+func TestPlainRequestToATLSServer(t *testing.T) {
+	cert, _ := selfSigned(t)
+	logged := make(chan string, 10)
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}), func(s *Server) {
+		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+		s.ErrorLog = func(format string, args ...any) {
+			select {
+			case logged <- fmt.Sprintf(format, args...):
+			default:
+			}
+		}
+	})
+	got := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 5*time.Second)
+	if want := "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"; got != want {
+		t.Errorf("a plain request to a TLS server got %q, want %q", got, want)
+	}
+	// A client that does not trust the certificate.
+	if c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "faio.test"}); err == nil {
+		c.Close()
+		t.Error("a handshake with an unknown certificate succeeded")
+	}
+	for _, want := range []string{"client sent an HTTP request to an HTTPS server", "bad certificate"} {
+		select {
+		case msg := <-logged:
+			if !strings.Contains(msg, "TLS handshake error") || !strings.Contains(msg, want) {
+				t.Errorf("logged %q, want a TLS handshake error saying %q", msg, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("no TLS handshake error saying %q was logged", want)
+		}
 	}
 }

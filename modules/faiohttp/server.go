@@ -467,6 +467,7 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		if err := tc.HandshakeContext(ctx); err != nil {
 			c.rwc = tc
+			c.handshakeFailed(err)
 			return
 		}
 		c.nc.SetDeadline(time.Time{})
@@ -577,6 +578,33 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		c.nc.SetWriteDeadline(time.Time{})
 	}
+}
+
+// handshakeFailed answers a client that spoke plain HTTP to the TLS
+// server with net/http's 400, on the connection under TLS, and logs the
+// failure as net/http does, but for a connection the server closed itself
+// (Shutdown, Close). The connection closed without a word on either side.
+func (c *conn) handshakeFailed(err error) {
+	if errors.Is(err, net.ErrClosed) {
+		return
+	}
+	reason := err.Error()
+	var re tls.RecordHeaderError
+	if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
+		io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+		reason = "client sent an HTTP request to an HTTPS server"
+	}
+	c.srv.logf("faiohttp: TLS handshake error from %s: %v", c.remote, reason)
+}
+
+// looksLikeHTTP reports whether a TLS record's header is the start of a
+// plain HTTP request (net/http's tlsRecordHeaderLooksLikeHTTP).
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
 }
 
 // lingerTimeout bounds lingerClose: net/http's rstAvoidanceDelay.
