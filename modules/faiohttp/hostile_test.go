@@ -358,3 +358,70 @@ func TestPlainRequestToATLSServer(t *testing.T) {
 		}
 	}
 }
+
+// When accepting fails (no descriptor left), the accept loop backs off as
+// net/http's does, from 5 ms to 1 s, and logs each retry: it retried, and
+// logged, every 5 ms, some 200 lines a second for as long as the
+// descriptors ran short.
+func TestAcceptErrorsBackOff(t *testing.T) {
+	var logs atomic.Int32
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}), func(s *Server) {
+		s.ErrorLog = func(format string, args ...any) {
+			if strings.Contains(format, "accept") {
+				logs.Add(1)
+			}
+		}
+	})
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*os.File
+	var c net.Conn
+	func() {
+		// Every descriptor taken, but the one the client's socket gets.
+		low := old
+		low.Cur = uint64(len(ents) + 16)
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+		for {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				break
+			}
+			files = append(files, f)
+		}
+		if len(files) == 0 {
+			t.Fatal("no descriptor left to take")
+		}
+		files[len(files)-1].Close()
+		files = files[:len(files)-1]
+		if c, err = net.Dial("tcp", addr); err != nil {
+			t.Fatal(err)
+		}
+		logs.Store(0)
+		time.Sleep(600 * time.Millisecond)
+	}()
+	for _, f := range files {
+		f.Close()
+	}
+	defer c.Close()
+	// 5+10+20+40+80+160+320 ms: 7 or 8 retries in 600 ms.
+	if n := logs.Load(); n == 0 || n > 10 {
+		t.Errorf("%d accept errors logged in 600 ms without a descriptor to accept with, want a few (backing off from 5 ms)", n)
+	}
+	// The connection is served once a descriptor is free again.
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, _ := io.ReadAll(c); !strings.HasSuffix(string(b), "ok") {
+		t.Errorf("after the descriptors came back: %q", b)
+	}
+}

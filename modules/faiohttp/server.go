@@ -153,6 +153,10 @@ func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
 		delete(s.listeners, ln)
 		s.mu.Unlock()
 	}()
+	// The wait after a failed accept (no descriptor left, say): from
+	// 5 ms, doubling up to 1 s, as net/http's; it retried every 5 ms,
+	// logging some 200 lines a second.
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept(ctx)
 		if err != nil {
@@ -165,12 +169,14 @@ func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return err
 			}
-			s.logf("faiohttp: accept: %v", err)
-			if err := runtime.Sleep(ctx, 5*time.Millisecond); err != nil {
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logf("faiohttp: accept error: %v; retrying in %v", err, backoff)
+			if err := runtime.Sleep(ctx, backoff); err != nil {
 				return err
 			}
 			continue
 		}
+		backoff = 0
 		cn := &conn{srv: s, nc: c.NetConn(), start: time.Now()}
 		if !s.track(cn, true) {
 			cn.nc.Close()
