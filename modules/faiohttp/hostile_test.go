@@ -425,3 +425,79 @@ func TestAcceptErrorsBackOff(t *testing.T) {
 		t.Errorf("after the descriptors came back: %q", b)
 	}
 }
+
+// http.ResponseController works as with net/http: SetWriteDeadline and
+// SetReadDeadline move the connection's deadlines (a handler streaming
+// past WriteTimeout, or reading a slow upload past ReadTimeout, extends
+// them), and Flush reports a failed send. They returned
+// http.ErrNotSupported, and Flush nil whatever became of the send.
+func TestResponseControllerAsNetHTTP(t *testing.T) {
+	flushErr := make(chan error, 1)
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		switch r.URL.Path {
+		case "/write":
+			if err := rc.SetWriteDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			runtime.Sleep(r.Context(), 500*time.Millisecond)
+			io.WriteString(w, "written after WriteTimeout")
+		case "/read":
+			rc.SetWriteDeadline(time.Now().Add(10 * time.Second)) // for the response
+			if err := rc.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusRequestTimeout)
+				return
+			}
+			fmt.Fprintf(w, "read %q after ReadTimeout", b)
+		case "/flush":
+			var err error
+			for start := time.Now(); err == nil && time.Since(start) < 5*time.Second; {
+				w.Write([]byte("event\n"))
+				err = rc.Flush()
+				runtime.Sleep(r.Context(), time.Millisecond)
+			}
+			flushErr <- err
+		}
+	}), func(s *Server) {
+		s.WriteTimeout = 200 * time.Millisecond
+		s.ReadTimeout = 200 * time.Millisecond
+	})
+	if got := rawExchange(t, addr, "GET /write HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 5*time.Second); !strings.HasSuffix(got, "written after WriteTimeout") {
+		t.Errorf("a handler that moved its write deadline past WriteTimeout: %q", got)
+	}
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST /read HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nConnection: close\r\n\r\n")
+	time.Sleep(500 * time.Millisecond)
+	io.WriteString(c, "slow")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, _ := io.ReadAll(c); !strings.HasSuffix(string(b), `read "slow" after ReadTimeout`) {
+		t.Errorf("a handler that moved its read deadline past ReadTimeout: %q", b)
+	}
+
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c2, "GET /flush HTTP/1.1\r\nHost: a\r\n\r\n")
+	c2.Read(make([]byte, 100))
+	c2.Close()
+	select {
+	case err := <-flushErr:
+		if err == nil {
+			t.Error("ResponseController.Flush kept returning nil for 5 s after the client had gone")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the streaming handler did not return")
+	}
+}

@@ -10,7 +10,9 @@
 // net/http's does by default (there is no DisableGeneralOptionsHandler).
 // On the response side, as in net/http, a handler's own
 // Transfer-Encoding frames the body, the header is frozen at WriteHeader
-// and trailers are sent.
+// and trailers are sent. http.ResponseController's Flush, SetReadDeadline
+// and SetWriteDeadline work as with net/http; Hijack and EnableFullDuplex
+// return http.ErrNotSupported.
 //
 // A request's Context ends when the handler returns, and when the client
 // closes or resets the connection while the handler runs, once the
@@ -1259,24 +1261,40 @@ func (w *response) sendVectored(nc *aio.NetConn, p []byte) (int, error) {
 }
 
 // Flush sends what is buffered (http.Flusher).
-func (w *response) Flush() {
+func (w *response) Flush() { w.FlushError() }
+
+// FlushError is Flush, returning the send's error, as net/http's response
+// has it: http.ResponseController.Flush calls it, and a streaming handler
+// learns there that the client has gone (it got nil).
+func (w *response) FlushError() error {
 	if w.werr != nil {
-		return
+		return w.werr
 	}
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
 	if w.buffering {
-		if w.sendHeader(false, nil, w.c.bw) != nil {
-			return
+		if err := w.sendHeader(false, nil, w.c.bw); err != nil {
+			return err
 		}
-		if w.body(w.buf) != nil {
-			return
+		if err := w.body(w.buf); err != nil {
+			return err
 		}
 		w.buf = nil
 	}
-	w.c.bw.Flush()
+	return w.c.bw.Flush()
 }
+
+// SetReadDeadline sets the connection's read deadline, which bounds the
+// reads of the request's body, for http.ResponseController, as net/http's
+// response does: a handler reading a slow upload may move ReadTimeout's.
+// The next request's read sets its own.
+func (w *response) SetReadDeadline(t time.Time) error { return w.c.nc.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the connection's write deadline, which bounds the
+// response's sends, for http.ResponseController, as net/http's response
+// does: a handler streaming a response may move WriteTimeout's.
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
 
 // sendHeader writes the status line and header to out; final says the
 // whole body is in buf, and next is the body's next bytes when buf is to be
