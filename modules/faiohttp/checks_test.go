@@ -150,6 +150,17 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\x002\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r2\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\n: empty\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\n2: 3\r\n\r\n",
+		"GET / HTTP/1.1\nHost: a\n\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nX-A: \x7f\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nX-A: \xff\r\n\r\n",
+		"GET /\xff HTTP/1.1\r\nHost: a\r\n\r\n",
+		"G\x00T / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a:99999\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
 		// Content-Length.
 		post + "Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
 		post + "Content-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
@@ -163,6 +174,8 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		post + "Content-Length: 9223372036854775807\r\n\r\nabc",
 		post + "Content-Length: 3\r\n\r\nabcdef",
 		post + "Content-Length: 10\r\n\r\nabc",
+		post + "Content-Length: 0\r\nContent-Length: \r\n\r\n",
+		post + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
 		noread + "Content-Length: 300000\r\n\r\nabc",
 		// A CRLF after a POST's body is skipped (RFC 9112 2.2), as
 		// net/http does: it got a 400.
@@ -199,6 +212,16 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		noread + "Transfer-Encoding: chunked\r\n\r\n3\r\nabcX0\r\n\r\n",
 		noread + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nbad trailer\r\n\r\n",
 		noread + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n",
+		post + "Transfer-Encoding: chunked\r\n\r\n3;\x00\r\nabc\r\n0\r\n\r\n",
+		post + "Transfer-Encoding: chunked\r\n\r\n3;a=\"b\r\nabc\r\n0\r\n\r\n",
+		post + "Transfer-Encoding: chunked\r\n\r\n3 \r\nabc\r\n0\r\n\r\n",
+		post + "Transfer-Encoding: chunked\r\n\r\n10000000000000003\r\nabc\r\n0\r\n\r\n",
+		post + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX: a\x00b\r\n\r\n",
+		// Bodies the handler leaves, whole or in part, with a request
+		// pipelined after them.
+		noread + "Content-Length: 10\r\n\r\n0123456789" + post + "Content-Length: 3\r\n\r\nabc",
+		noread + "Transfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n5\r\n56789\r\n0\r\n\r\n" + post + "Content-Length: 3\r\n\r\nabc",
+		noread + "Content-Length: 400000\r\n\r\n" + strings.Repeat("z", 400000) + post + "Content-Length: 3\r\n\r\nabc",
 		// Expectations: 417 for one it does not know, not the handler.
 		post + "Expect: 200-ok\r\nContent-Length: 2\r\n\r\nhi",
 		"GET / HTTP/1.1\r\nHost: a\r\nExpect: something\r\n\r\n",
