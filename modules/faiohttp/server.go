@@ -218,7 +218,7 @@ func (s *Server) track(c *conn, add bool) bool {
 // connection is idle while it waits for a request and while it reads the
 // header of a request after its first; one reading its first request's
 // header (or its TLS handshake, once the first byte has come) is closed
-// once it is newConnGrace old. Called from a task with its context (or one
+// once it is 5 s old. Called from a task with its context (or one
 // derived from it), the task suspends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	lns, conns, done := s.stop(true)
