@@ -501,3 +501,107 @@ func TestResponseControllerAsNetHTTP(t *testing.T) {
 		t.Fatal("the streaming handler did not return")
 	}
 }
+
+// A handler takes the connection over with http.Hijacker, as with
+// net/http: it gets the connection and a reader that holds what the
+// client sent past the request, the server writes nothing more to it and
+// does not close it when the handler returns, and Shutdown and Close
+// leave it alone (net/http's StateHijacked), so Shutdown does not wait for
+// it. The response had no Hijack: WebSocket and CONNECT handlers written
+// for net/http failed.
+func TestHijack(t *testing.T) {
+	results := make(chan string, 10)
+	released := make(chan struct{})
+	addr, srv := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/echo":
+			conn, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			_, _, err2 := w.(http.Hijacker).Hijack()
+			_, err3 := w.Write([]byte("x"))
+			results <- fmt.Sprintf("hijack again: %v, write: %v", err2, err3)
+			rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+			rw.Flush()
+			// Echo lines on the handler's task until the client is done.
+			for {
+				line, err := rw.ReadString('\n')
+				if err != nil {
+					break
+				}
+				rw.WriteString("echo " + line)
+				rw.Flush()
+			}
+			conn.Close()
+		case "/later":
+			// The connection goes to a goroutine; the handler returns.
+			conn, rw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			results <- "later hijacked"
+			go func() {
+				defer conn.Close()
+				<-released
+				rw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nlater")
+				rw.Flush()
+			}()
+		}
+	}), nil)
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	// A line sent with the request, which the server has read with it.
+	io.WriteString(c, "GET /echo HTTP/1.1\r\nHost: a\r\n\r\nfirst\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("GET /echo: %s", resp.Status)
+	}
+	if got := <-results; got != "hijack again: "+http.ErrHijacked.Error()+", write: "+http.ErrHijacked.Error() {
+		t.Errorf("after Hijack, %s; want %v for both", got, http.ErrHijacked)
+	}
+	if line, _ := br.ReadString('\n'); line != "echo first\n" {
+		t.Errorf("the line sent with the request came back as %q", line)
+	}
+
+	later, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close()
+	later.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(later, "GET /later HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-results
+	for start := time.Now(); openConns(srv) > 0; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("the server still counts %d hijacked connections", openConns(srv))
+		}
+	}
+
+	// Shutdown does not wait for the hijacked connections, nor closes them.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown with two hijacked connections: %v", err)
+	}
+	srv.Close()
+	io.WriteString(c, "second\n")
+	if line, err := br.ReadString('\n'); line != "echo second\n" {
+		t.Errorf("after Shutdown and Close, the hijacked connection echoed %q (%v)", line, err)
+	}
+	close(released)
+	if b, err := io.ReadAll(later); !strings.HasSuffix(string(b), "\r\n\r\nlater") {
+		t.Errorf("a connection written to by a goroutine after its handler returned: %q (%v)", b, err)
+	}
+}

@@ -10,9 +10,11 @@
 // net/http's does by default (there is no DisableGeneralOptionsHandler).
 // On the response side, as in net/http, a handler's own
 // Transfer-Encoding frames the body, the header is frozen at WriteHeader
-// and trailers are sent. http.ResponseController's Flush, SetReadDeadline
-// and SetWriteDeadline work as with net/http; Hijack and EnableFullDuplex
-// return http.ErrNotSupported.
+// and trailers are sent. The response is an http.Hijacker, and
+// http.ResponseController's Flush, Hijack, SetReadDeadline and
+// SetWriteDeadline work as with net/http; EnableFullDuplex returns
+// http.ErrNotSupported. A hijacked connection is the handler's: a task
+// that reads it suspends, and a plain goroutine may use it too.
 //
 // A request's Context ends when the handler returns, and when the client
 // closes or resets the connection while the handler runs, once the
@@ -353,8 +355,12 @@ type conn struct {
 	start  time.Time     // when it was accepted
 	state  atomic.Int32  // for Shutdown: stateActive, stateIdle, ...
 	served bool          // a request has been read: the next are kept-alive ones
-	linger bool          // the client may still be sending: see lingerClose
-	tlsIn  tlsTransport  // what the TLS connection runs over
+	// hijacked says a handler took the connection over (Hijack): the
+	// server no longer tracks, reads, writes or closes it.
+	hijacked  bool
+	stopClose func() bool  // stops Serve's ctx from closing the connection
+	linger    bool         // the client may still be sending: see lingerClose
+	tlsIn     tlsTransport // what the TLS connection runs over
 	// sent and sentValues hold the header of the response being sent,
 	// copied from the handler's at WriteHeader (response.snapshot); they
 	// are the connection's, reused from one response to the next, so
@@ -447,6 +453,9 @@ func (c *conn) serve(ctx context.Context) {
 		if r := recover(); r != nil {
 			s.logf("faiohttp: panic serving %v: %v\n%s", c.nc.RemoteAddr(), r, debug.Stack())
 		}
+		if c.hijacked {
+			return // the handler's now
+		}
 		if c.linger {
 			c.lingerClose()
 		}
@@ -456,6 +465,7 @@ func (c *conn) serve(ctx context.Context) {
 	// reads wait on the connection's deadlines, not on ctx).
 	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
 	defer stop()
+	c.stopClose = stop
 	c.rwc = c.nc
 	c.remote = c.nc.RemoteAddr().String()
 	if s.TLSConfig != nil {
@@ -697,8 +707,8 @@ func (c *conn) reject(code int, text string) {
 // on a request whose target is a path is refused as a missing one (net/http
 // serves it with an empty r.Host): http.ReadRequest leaves nothing to tell
 // the two apart by. And "PRI * HTTP/2.0", which net/http hands to the
-// handler for an HTTP/2 upgrade it may take over, gets 505: a faiohttp
-// handler cannot take the connection over.
+// handler for an HTTP/2 upgrade it may take over, gets 505: faiohttp
+// serves no HTTP/2.
 func checkRequest(req *http.Request, hosts []string) (int, string) {
 	if req.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "505 HTTP Version Not Supported: unsupported protocol version"
@@ -861,7 +871,7 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 		handler.ServeHTTP(w, req)
 	}()
 	rc.end()
-	if w.abort {
+	if w.abort || c.hijacked {
 		return false
 	}
 	// The rest of the body must be read before the next request, and is
@@ -1140,7 +1150,7 @@ const bufferLimit = 4096
 func (w *response) Header() http.Header { return w.header }
 
 func (w *response) WriteHeader(code int) {
-	if w.status != 0 {
+	if w.status != 0 || w.c.hijacked {
 		return
 	}
 	if code < 100 || code > 999 {
@@ -1202,6 +1212,9 @@ func (w *response) snapshot() {
 }
 
 func (w *response) Write(p []byte) (int, error) {
+	if w.c.hijacked {
+		return 0, http.ErrHijacked
+	}
 	if w.werr != nil {
 		return 0, w.werr
 	}
@@ -1267,6 +1280,9 @@ func (w *response) Flush() { w.FlushError() }
 // has it: http.ResponseController.Flush calls it, and a streaming handler
 // learns there that the client has gone (it got nil).
 func (w *response) FlushError() error {
+	if w.c.hijacked {
+		return http.ErrHijacked
+	}
 	if w.werr != nil {
 		return w.werr
 	}
@@ -1283,6 +1299,33 @@ func (w *response) FlushError() error {
 		w.buf = nil
 	}
 	return w.c.bw.Flush()
+}
+
+// Hijack hands the connection over to the handler (http.Hijacker), as
+// net/http's response does: what the response has buffered is sent
+// first, the deadlines are cleared, and the returned reader holds what
+// the client sent past the request. From then on the server neither
+// reads, writes nor closes the connection, not when the handler returns
+// nor at Close, and Shutdown does not wait for it (net/http's
+// StateHijacked); the response's methods return http.ErrHijacked. A
+// second call returns http.ErrHijacked.
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c := w.c
+	if c.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	// No automatic 100 Continue on the handler's connection.
+	w.reqBody.continueOwed = false
+	if w.status != 0 {
+		if err := w.FlushError(); err != nil {
+			return nil, nil, err
+		}
+	}
+	c.hijacked = true
+	c.stopClose()
+	c.srv.track(c, false)
+	c.nc.SetDeadline(time.Time{})
+	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
 }
 
 // SetReadDeadline sets the connection's read deadline, which bounds the
