@@ -605,3 +605,57 @@ func TestHijack(t *testing.T) {
 		t.Errorf("a connection written to by a goroutine after its handler returned: %q (%v)", b, err)
 	}
 }
+
+// Shutdown returns ctx.Err() when its context ends before a handler that
+// never returns, from a goroutine and from a task, and leaves that
+// connection open (net/http's behaviour).
+func TestShutdownReturnsWhenItsContextEnds(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	rt := newRuntime(t)
+	rctx := runtime.WithRuntime(context.Background(), rt)
+	ln, err := aio.Listen(rctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		runtime.Blocking(r.Context(), func() (struct{}, error) { <-release; return struct{}{}, nil })
+		io.WriteString(w, "released")
+	})}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(rctx, ln) }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-entered
+	for _, fromTask := range []bool{false, true} {
+		start := time.Now()
+		var err error
+		if fromTask {
+			err, _ = runtime.BlockOn(rt, func(ctx context.Context) (error, error) {
+				sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				defer cancel()
+				return srv.Shutdown(sctx), nil
+			})
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			err = srv.Shutdown(ctx)
+			cancel()
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+			t.Errorf("Shutdown (from a task: %v) with a handler that does not return: %v after %v, want %v after 200ms", fromTask, err, time.Since(start), context.DeadlineExceeded)
+		}
+	}
+	close(release)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, _ := io.ReadAll(c); !strings.HasSuffix(string(b), "released") {
+		t.Errorf("the request in flight at Shutdown got %q", b)
+	}
+	if err := <-served; !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Serve: %v", err)
+	}
+}
