@@ -485,7 +485,7 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		if err := tc.HandshakeContext(ctx); err != nil {
 			c.rwc = tc
-			c.handshakeFailed(err)
+			c.handshakeFailed(ctx, err)
 			return
 		}
 		c.nc.SetDeadline(time.Time{})
@@ -601,9 +601,10 @@ func (c *conn) serve(ctx context.Context) {
 // handshakeFailed answers a client that spoke plain HTTP to the TLS
 // server with net/http's 400, on the connection under TLS, and logs the
 // failure as net/http does, but for a connection the server closed itself
-// (Shutdown, Close). The connection closed without a word on either side.
-func (c *conn) handshakeFailed(err error) {
-	if errors.Is(err, net.ErrClosed) {
+// (Shutdown, Close, Serve's ctx). The connection closed without a word on
+// either side.
+func (c *conn) handshakeFailed(ctx context.Context, err error) {
+	if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 		return
 	}
 	reason := err.Error()
