@@ -326,12 +326,15 @@ func (n *NetConn) ReadFrom(r io.Reader) (int64, error) {
 func (n *NetConn) sendFile(f *File, limit int64) (sent int64, handled bool, err error) {
 	ctx := n.wd.context()
 	if err := f.lockPos(ctx, "read", false); err != nil {
-		return 0, true, expired(ctx, err, "readfrom", n.c.network, n.c.laddr, n.c.raddr)
+		// A closed f: the *fs.PathError that a Read of it would give,
+		// inside the "readfrom" error, as net.TCPConn.ReadFrom reports a
+		// source it cannot read.
+		return 0, true, n.copyErr(ctx, "readfrom", err)
 	}
 	defer f.unlockPos(ctx, false)
 	pos, err := unix.Seek(f.guard.fd, 0, io.SeekCurrent)
 	if err != nil {
-		return 0, true, pathError("seek", f.name, err)
+		return 0, true, n.copyErr(ctx, "readfrom", pathError("seek", f.name, err))
 	}
 	sent, err = n.c.SendFile(ctx, f, pos, limit)
 	if sent == 0 && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
@@ -347,7 +350,23 @@ func (n *NetConn) sendFile(f *File, limit int64) (sent int64, handled bool, err 
 	if _, serr := unix.Seek(f.guard.fd, pos+sent, io.SeekStart); serr != nil && err == nil {
 		err = pathError("seek", f.name, serr)
 	}
-	return sent, true, expired(ctx, err, "readfrom", n.c.network, n.c.laddr, n.c.raddr)
+	return sent, true, n.copyErr(ctx, "readfrom", err)
+}
+
+// copyErr is the error of op ("readfrom", "writeto"), an io.Copy fast path
+// of the connection that ran with ctx, a deadline context: a deadline
+// error if the deadline ended it (see expired), else err inside a
+// *net.OpError op, as package net wraps every error of those methods (a
+// *net.OpError of the connection is kept as it is).
+func (n *NetConn) copyErr(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = expired(ctx, err, op, n.c.network, n.c.laddr, n.c.raddr)
+	if _, ok := err.(*net.OpError); ok {
+		return err
+	}
+	return netError(op, n.c.network, n.c.laddr, n.c.raddr, err)
 }
 
 var _ io.ReaderFrom = (*NetConn)(nil)

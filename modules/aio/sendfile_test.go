@@ -260,6 +260,11 @@ func TestSendFileEdges(t *testing.T) {
 				if _, err := client.SendFile(ctx, g, 0, 10); !errors.Is(err, fs.ErrClosed) || !errors.As(err, &oe) || oe.Op != "sendfile" {
 					return fmt.Errorf("SendFile of a closed file = %v", err)
 				}
+				// Through ReadFrom, as net.TCPConn.ReadFrom names the
+				// error of a source that cannot be read.
+				if _, err := client.NetConn().ReadFrom(g.IO()); !errors.Is(err, fs.ErrClosed) || !errors.As(err, &oe) || oe.Op != "readfrom" {
+					return fmt.Errorf("ReadFrom of a closed file = %v (%T)", err, err)
+				}
 				if err := client.Close(ctx); err != nil {
 					return err
 				}
