@@ -6,9 +6,11 @@ import (
 )
 
 // FileIO is a File as the io interfaces (io.Reader, io.Writer,
-// io.ReaderAt, io.WriterAt, io.Seeker, io.Closer), for code written against
-// them: bufio, io.Copy, archive readers. Like an *os.File it also has
-// Truncate. Its methods take no context and
+// io.ReaderAt, io.WriterAt, io.Seeker, io.Closer, io.ReaderFrom), for code
+// written against them: bufio, io.Copy, archive readers. Like an *os.File
+// it also has Truncate, and ReadFrom moves a connection's bytes into the
+// file without copying them through user memory (see ReadFrom and
+// NetConn.WriteTo). Its methods take no context and
 // cannot be cancelled; called from a task, an operation suspends the task,
 // from a plain goroutine it blocks the goroutine. It is safe for concurrent
 // use as the File is.

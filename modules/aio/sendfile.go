@@ -35,31 +35,38 @@ import (
 // The pipe is the call's own: bytes a cancellation leaves in it are
 // discarded with it, and counted as not sent.
 
-// spliceOp is splice(2) from fdIn (at offIn, or uring.NoOffset for a pipe)
-// to fdOut, a pipe or the socket.
+// spliceOp is splice(2) from fdIn (at offIn, or uring.NoOffset for a pipe
+// or a socket) to fdOut (at offOut, or uring.NoOffset likewise): a file
+// into a pipe and the pipe into a socket (SendFile), or a socket into a
+// pipe and the pipe into a file (NetConn.WriteTo, FileIO.ReadFrom).
 type spliceOp struct {
-	fdIn, fdOut int
-	offIn       int64
-	n           int
-	flags       uint32
+	fdIn, fdOut   int
+	offIn, offOut int64
+	n             int
+	flags         uint32
 }
 
 // Prep fills sqe for splice.
 func (o *spliceOp) Prep(sqe *uring.SQE) {
-	sqe.PrepSplice(o.fdIn, o.offIn, o.fdOut, uring.NoOffset, uint32(min(o.n, maxRW)), o.flags)
+	sqe.PrepSplice(o.fdIn, o.offIn, o.fdOut, o.offOut, uint32(min(o.n, maxRW)), o.flags)
 }
 
-// direct splices in the calling goroutine: from the pipe into a socket a
-// goroutine made non-blocking, which then says EAGAIN when full.
+// direct splices in the calling goroutine: between the pipe and a socket
+// a goroutine made non-blocking, which then says EAGAIN when full or
+// empty, or between a file and the pipe.
 func (o *spliceOp) direct() runtime.Result {
-	var offp *int64
+	var inp, outp *int64
 	if o.offIn != uring.NoOffset {
 		off := o.offIn
-		offp = &off
+		inp = &off
+	}
+	if o.offOut != uring.NoOffset {
+		off := o.offOut
+		outp = &off
 	}
 	return sys(func() (uintptr, uintptr, syscall.Errno) {
-		return unix.Syscall6(unix.SYS_SPLICE, uintptr(o.fdIn), uintptr(unsafe.Pointer(offp)), uintptr(o.fdOut), 0,
-			uintptr(min(o.n, maxRW)), uintptr(o.flags))
+		return unix.Syscall6(unix.SYS_SPLICE, uintptr(o.fdIn), uintptr(unsafe.Pointer(inp)), uintptr(o.fdOut),
+			uintptr(unsafe.Pointer(outp)), uintptr(min(o.n, maxRW)), uintptr(o.flags))
 	})
 }
 
@@ -220,8 +227,8 @@ func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, o
 		return 0, true, err
 	}
 	defer p.close()
-	fill := &spliceOp{fdIn: f.guard.fd, fdOut: p.w, flags: unix.SPLICE_F_MOVE}
-	drain := &spliceOp{fdIn: p.r, fdOut: c.guard.fd, offIn: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
+	fill := &spliceOp{fdIn: f.guard.fd, fdOut: p.w, offOut: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
+	drain := &spliceOp{fdIn: p.r, fdOut: c.guard.fd, offIn: uring.NoOffset, offOut: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
 	for sent < n {
 		fill.offIn, fill.n = off+sent, int(min(n-sent, int64(p.size)))
 		res, serr := runtime.SubmitOn(ctx, c.guard.rt, fill)

@@ -164,7 +164,9 @@ func deadlineErr(ctx context.Context, err error, op, network string, source, add
 // goroutines share it.
 //
 // NetConn is an io.ReaderFrom, so io.Copy(netConn, file.IO()) sends the
-// file with Conn.SendFile (see ReadFrom). It cannot join package net's
+// file with Conn.SendFile (see ReadFrom), and an io.WriterTo, so
+// io.Copy(file.IO(), netConn) splices the connection's bytes into the file
+// (see WriteTo), as package net and os do for a *net.TCPConn. It cannot join package net's
 // batched writes, whose interface is unexported: (*net.Buffers).WriteTo
 // calls Write once per buffer; NetConn.Writev writes them with one writev.
 //
