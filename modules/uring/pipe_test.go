@@ -88,3 +88,89 @@ func TestSpliceAndTee(t *testing.T) {
 		t.Fatalf("splice from an empty pipe, non-blocking: res %d", c.Res)
 	}
 }
+
+// A socket's bytes go into a pipe, as an upload into a file takes them
+// (faio's aio.NetConn.WriteTo): splice returns what the socket holds
+// without waiting for the whole count; on an empty blocking socket it
+// waits in the kernel's async worker until bytes come, until
+// IORING_OP_ASYNC_CANCEL interrupts it (nothing moved), or until a
+// shutdown ends it with 0.
+func TestSpliceFromSocket(t *testing.T) {
+	needRing(t)
+	r := newRing(t, 8, nil)
+	if p, err := r.Probe(); err == nil && !p.Supported(OpSplice) {
+		t.Skip("kernel lacks splice")
+	}
+	client, server := tcpPair(t) // closed by the test's cleanup
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	readPipe := func(n int) []byte {
+		t.Helper()
+		b := make([]byte, n)
+		if m, err := unix.Read(p[0], b); m != n || err != nil {
+			t.Fatalf("read of the pipe: %d, %v; want %d", m, err, n)
+		}
+		return b
+	}
+	data := bytes.Repeat([]byte("socket bytes "), 300)
+	if _, err := unix.Write(client, data); err != nil {
+		t.Fatal(err)
+	}
+	getSQE(t, r).PrepSplice(server, NoOffset, p[1], NoOffset, 1<<16, unix.SPLICE_F_MOVE)
+	if c := reapOne(t, r, 0); c.Res != int32(len(data)) {
+		t.Fatalf("splice socket->pipe: res %d err %v; want %d", c.Res, c.Err(), len(data))
+	}
+	if got := readPipe(len(data)); !bytes.Equal(got, data) {
+		t.Fatal("the pipe holds other bytes than the socket's")
+	}
+
+	// Nothing to read: the splice waits until bytes come.
+	s := getSQE(t, r)
+	s.PrepSplice(server, NoOffset, p[1], NoOffset, 1<<16, unix.SPLICE_F_MOVE)
+	s.SetUserData(1)
+	submit(t, r)
+	noCQE(t, r)
+	if _, err := unix.Write(client, []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if c := reapOne(t, r, 1); c.Res != 4 {
+		t.Fatalf("splice of bytes that came later: res %d err %v", c.Res, c.Err())
+	}
+	if got := readPipe(4); string(got) != "late" {
+		t.Fatalf("the pipe holds %q", got)
+	}
+
+	// A cancellation interrupts the wait.
+	s = getSQE(t, r)
+	s.PrepSplice(server, NoOffset, p[1], NoOffset, 1<<16, unix.SPLICE_F_MOVE)
+	s.SetUserData(2)
+	submit(t, r)
+	noCQE(t, r)
+	s = getSQE(t, r)
+	s.PrepAsyncCancel(2, 0)
+	s.SetUserData(3)
+	got := reapN(t, r, 2)
+	if c := got[2]; c.Res >= 0 {
+		t.Fatalf("cancelled splice: res %d, want an error", c.Res)
+	}
+	if c := got[3]; c.Res != 0 && c.Err() != unix.EALREADY {
+		t.Fatalf("async cancel: res %d err %v", c.Res, c.Err())
+	}
+
+	// A shutdown ends the wait with 0, as the end of the stream.
+	s = getSQE(t, r)
+	s.PrepSplice(server, NoOffset, p[1], NoOffset, 1<<16, unix.SPLICE_F_MOVE)
+	s.SetUserData(4)
+	submit(t, r)
+	noCQE(t, r)
+	if err := unix.Shutdown(server, unix.SHUT_RDWR); err != nil {
+		t.Fatal(err)
+	}
+	if c := reapOne(t, r, 4); c.Res != 0 {
+		t.Fatalf("splice across a shutdown: res %d err %v; want 0", c.Res, c.Err())
+	}
+}
