@@ -2,6 +2,7 @@ package aio
 
 import (
 	"context"
+	"fmt"
 	"github.com/faio-go/faio/modules/runtime"
 	"io"
 	"math/rand/v2"
@@ -222,4 +223,73 @@ func BenchmarkEcho64B(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// An upload: 8 MiB per operation from a net.Conn client into a faio file,
+// with io.Copy of an io.LimitReader of the NetConn in a task: spliced
+// (FileIO.ReadFrom, socket -> pipe -> file) and through io.Copy's buffer
+// (the FileIO and the reader hidden behind plain wrappers), into the same
+// page-cache file, rewritten from its start each time.
+//
+//	go test -run '^$' -bench Upload -benchmem -count 5 > out.txt
+//	benchstat -col /impl out.txt
+func BenchmarkUpload8M(b *testing.B) {
+	const size = 8 << 20
+	chunk := randomBytes(1<<20, 28)
+	for _, impl := range []string{"splice", "buffered"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			rt := benchRuntime(b, 2)
+			name := filepath.Join(b.TempDir(), "up")
+			_, err := runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+				client, server, err := uploadPair(ctx, "tcp")
+				if err != nil {
+					return struct{}{}, err
+				}
+				stop := make(chan struct{})
+				sent := goSpawner(func() error {
+					defer client.Close()
+					for {
+						select {
+						case <-stop:
+							return nil
+						default:
+						}
+						if _, err := client.Write(chunk); err != nil {
+							return nil // the server closed
+						}
+					}
+				})
+				defer func() { close(stop); server.Close(ctx); sent() }()
+				f, err := Create(ctx, name)
+				if err != nil {
+					return struct{}{}, err
+				}
+				defer f.Close(ctx)
+				nc := server.NetConn()
+				var dst io.Writer = f.IO()
+				if impl == "buffered" {
+					dst = struct{ io.Writer }{f.IO()}
+				}
+				b.SetBytes(size)
+				b.ResetTimer()
+				for range b.N {
+					if _, err := f.Seek(ctx, 0, io.SeekStart); err != nil {
+						return struct{}{}, err
+					}
+					var src io.Reader = io.LimitReader(nc, size)
+					if impl == "buffered" {
+						src = struct{ io.Reader }{src}
+					}
+					if m, err := io.Copy(dst, src); m != size || err != nil {
+						return struct{}{}, fmt.Errorf("io.Copy = %d, %v", m, err)
+					}
+				}
+				b.StopTimer()
+				return struct{}{}, nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
 }
