@@ -72,6 +72,11 @@
 // work on them, from tasks and from goroutines. golang.org/x/net's
 // nettest.TestConn passes for NetConn, over TCP and Unix sockets. NetConn
 // is an io.ReaderFrom: io.Copy(netConn, file.IO()) goes through SendFile.
+// The other way, an upload, NetConn is an io.WriterTo and FileIO an
+// io.ReaderFrom: io.Copy(file.IO(), netConn), and io.Copy of an
+// io.LimitReader of the NetConn, splice the connection's bytes into the
+// file through a pipe (IORING_OP_SPLICE on the ring, splice(2) elsewhere)
+// under the read deadline, as package os does for a *net.TCPConn.
 // (*net.Buffers).WriteTo on a NetConn writes one buffer at a time, since
 // package net's batching hook is unexported: use Conn.Writev for one
 // writev.
