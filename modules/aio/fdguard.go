@@ -3,11 +3,13 @@ package aio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/faio-go/faio/modules/runtime"
 	"os"
 	"sync"
 	"sync/atomic"
 
+	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -205,6 +207,19 @@ func (g *fdGuard) closeResult() (bool, error) {
 // runtime).
 // Cancellation of ctx must not leave the descriptor open, so the close runs
 // without it.
+//
+// The descriptor is closed exactly once: each path below closes it at most
+// once, and a path that may have closed it never hands it to another. That
+// matters most for the ring: once an entry naming the number has been
+// prepared, the kernel may close it whatever SubmitOn reports, and a
+// close(2) after that would close a number the kernel may already have
+// given to another file. So close(2) follows the ring's close only when
+// the close never reached the ring (closeOp.prepared is false: SubmitOn
+// refused it up front, as on the portable backend or a closed runtime).
+// An error after it reached the ring (not expected, with a context that
+// cannot be cancelled, but not ruled out by SubmitOn's contract either)
+// is reported to Close and leaves the number alone: at worst the
+// descriptor leaks, which is better than closing somebody else's.
 func (g *fdGuard) destroy(ctx context.Context) {
 	if ok, err := g.closeFD(); ok {
 		g.closed(err)
@@ -214,17 +229,47 @@ func (g *fdGuard) destroy(ctx context.Context) {
 		g.closed(unix.Close(g.fd)) // a goroutine closes as os does
 		return
 	}
-	op := closeOps.Get().(*fdOp)
-	op.opcode, op.fd = opClose, g.fd
-	res, serr := runtime.SubmitOn(context.WithoutCancel(ctx), g.rt, op)
-	closeOps.Put(op)
-	if serr != nil {
-		// No ring (the portable backend, a closed runtime): close(2)
-		// here, which does not wait for a disk or a peer.
+	op := closeOps.Get().(*closeOp)
+	op.fd = g.fd
+	op.prepared.Store(false)
+	res, serr := submitClose(context.WithoutCancel(ctx), g.rt, op)
+	// SubmitOn returns only once op is no longer in flight (it waits for
+	// the completion, or never started it), so prepared is final here.
+	reached := op.prepared.Load()
+	switch {
+	case serr == nil:
+		closeOps.Put(op)
+		g.closed(res.Err())
+	case !reached:
+		// Refused before any entry named the number (no ring: the
+		// portable backend, a closed runtime): nothing closed it, so
+		// close(2) here, which does not wait for a disk or a peer, is
+		// its only close.
+		closeOps.Put(op)
 		g.closed(unix.Close(g.fd))
-		return
+	default:
+		// The ring's close may have run: never close the number again.
+		// op is not pooled either, in case the ring still holds it.
+		g.closed(fmt.Errorf("faio/aio: close of descriptor %d on the ring failed after it was submitted, and the descriptor may or may not be closed (it is not closed again, since its number may have been reused): %w", g.fd, serr))
 	}
-	g.closed(res.Err())
+}
+
+// submitClose is how destroy submits its ring close; a test stands in one
+// that fails after the close has run, or before it reached the ring.
+var submitClose = runtime.SubmitOn
+
+// closeOp is close(2) on the ring. prepared records that the worker filled
+// a submission entry with it: from then on the kernel may close the
+// descriptor, whatever SubmitOn reports (see destroy).
+type closeOp struct {
+	fd       int
+	prepared atomic.Bool
+}
+
+// Prep fills sqe with the close and notes that the close reached the ring.
+func (o *closeOp) Prep(sqe *uring.SQE) {
+	o.prepared.Store(true)
+	sqe.PrepClose(o.fd)
 }
 
 // closed records the outcome of close(2) and wakes Close.
@@ -237,7 +282,7 @@ func (g *fdGuard) closed(err error) {
 	w.Wake()
 }
 
-var closeOps = sync.Pool{New: func() any { return new(fdOp) }}
+var closeOps = sync.Pool{New: func() any { return new(closeOp) }}
 
 // opLock serialises the operations of one kind on a descriptor (the reads
 // of a Conn, the position-based I/O of a File), so that a Write is not

@@ -14,11 +14,9 @@ import (
 // per operation in steady state; their users clear the buffer references
 // after Submit returns, so a pooled op does not pin a caller's buffer.
 
-const opClose = uring.OpClose
-
 // fdOp is an operation on one descriptor with at most one buffer: read,
 // write, recv, send (buf, off, flags), fsync (flags), shutdown (flags holds
-// how) and close.
+// how) and close (fdGuard closes with its own closeOp).
 type fdOp struct {
 	opcode uring.Op
 	fd     int
