@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,5 +86,70 @@ func TestStallWhileCompletingATaskNamesIt(t *testing.T) {
 		if !reported[id] {
 			t.Errorf("task %d held its worker for %v while it completed, and no stall named it (reports: %+v)", id, hold, stalls)
 		}
+	}
+}
+
+// The same for a task that called runtime.Goexit: the worker completes it
+// (with ErrGoexit) in onExit, where its goroutine ends, or, on a pinned
+// worker, when its coroutine retires. Both stopped naming the task (they
+// cleared the worker's current coroutine) before they completed it, so a
+// stall there was not reported at all.
+func TestStallWhileCompletingAGoexitTaskNamesIt(t *testing.T) {
+	for _, pinned := range []bool{false, true} {
+		name := "loop"
+		if pinned {
+			name = "pinned"
+		}
+		t.Run(name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				stalls []StallInfo
+			)
+			rt := newRuntime(t, Config{Workers: 1, IOInterval: 1, PinnedWorkers: pinned, StallThreshold: 10 * time.Millisecond, OnStall: func(s StallInfo) {
+				mu.Lock()
+				stalls = append(stalls, s)
+				mu.Unlock()
+			}})
+			const (
+				rounds = 2
+				hold   = 100 * time.Millisecond
+			)
+			var ids []uint64
+			_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+				for range rounds {
+					// Queued behind the completion: the stall has work
+					// waiting.
+					Spawn(ctx, func(context.Context) (int, error) { return 0, nil })
+					var id atomic.Uint64
+					h := Spawn(slowStopCtx{ctx, hold}, func(ctx context.Context) (int, error) {
+						id.Store(Current(ctx).ID())
+						goexitNow()
+						return 0, nil
+					})
+					if _, err := h.Join(ctx); !errors.Is(err, ErrGoexit) {
+						return 0, fmt.Errorf("Join of a task that called Goexit = %v, want ErrGoexit", err)
+					}
+					ids = append(ids, id.Load())
+				}
+				return 0, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			reported := map[uint64]bool{}
+			for _, s := range stalls {
+				if !slices.Contains(ids, s.TaskID) {
+					t.Errorf("stall reported with TaskID %d, want one of the completing tasks %v: %+v", s.TaskID, ids, s)
+				}
+				reported[s.TaskID] = true
+			}
+			for _, id := range ids {
+				if !reported[id] {
+					t.Errorf("task %d held its worker for %v while it completed after Goexit, and no stall named it (reports: %+v)", id, hold, stalls)
+				}
+			}
+		})
 	}
 }

@@ -256,8 +256,6 @@ func (w *worker) onExit() {
 		// the worker's suspended tasks and ring.
 		panic(fmt.Sprintf("faio/runtime: runtime.Goexit on pinned worker %d outside a task (Config.PinnedWorkers): its thread, and the tasks suspended on it, are gone", w.id))
 	}
-	// The coroutine that called Goexit is gone.
-	w.current.Store(nil)
 	if t := w.runningTask; t != nil {
 		w.runningTask = nil
 		if c := t.coro.Load(); c != nil {
@@ -265,8 +263,17 @@ func (w *worker) onExit() {
 		}
 		t.bind(nil)
 		t.body.fail(ErrGoexit)
+		// Completed while current still names the coroutine, which still
+		// watches t: completing may take a while (it stops the AfterFunc
+		// on the task's spawn context, which runs that context's code),
+		// and the watchdog names the task that holds the worker from
+		// what the current coroutine runs (see Sample), as runTask
+		// completes a finished task before pooling its coroutine. Its
+		// goid is 0 already, so no goroutine passes for it meanwhile.
 		w.rt.finish(t, w)
 	}
+	// The coroutine that called Goexit is gone.
+	w.current.Store(nil)
 	w.stopped = make(chan struct{})
 	w.rt.workerWG.Add(1)
 	go func() {
@@ -349,14 +356,16 @@ func (w *worker) runTask(t *Task) {
 	case reasonSuspend:
 		w.completeSuspend(t)
 	case reasonRetired:
-		// The task called runtime.Goexit on this pinned worker and has
-		// failed with ErrGoexit; its coroutine waits for shutdown.
+		// The task called runtime.Goexit on this pinned worker (or in a
+		// nested run) and has failed with ErrGoexit; its coroutine waits
+		// for shutdown. Completed before the coroutine stops naming
+		// it, for the watchdog, as reasonDone.
+		t.bind(nil)
+		w.finish(t)
 		w.current.Store(nil)
 		c.task = nil
 		c.watched.Store(nil)
 		w.retired = append(w.retired, c)
-		t.bind(nil)
-		w.finish(t)
 	}
 }
 
