@@ -42,8 +42,20 @@ type FD struct {
 }
 
 // fdPoller is a runtime's epoll instance and its registered descriptors.
+//
+// The program may close epfd by mistake (a stray close of a reused
+// number): the instance then goes without a word, and the number may come
+// to name another file, even another epoll instance, whose events the
+// poller would steal. The poller looks whether epfd is still its own
+// (verify) when something looks wrong (epoll_wait or epoll_ctl fails, an
+// event names no FD), every pollerCheck in the watcher, and at close. Once
+// it is not, the poller is broken: it never uses the number again, and
+// its waits fail with a *PollerError.
 type fdPoller struct {
-	epfd   int
+	epfd int
+	// probe is an eventfd registered in epfd under id 0, which is no FD's,
+	// with no events: the instance's proof of identity (see verify).
+	probe  int
 	file   *os.File // epfd, as the netpoller knows it (the watcher's)
 	nextID atomic.Uint64
 	fds    sync.Map // id -> *FD
@@ -53,8 +65,19 @@ type fdPoller struct {
 	mu       sync.RWMutex
 	isClosed bool // under mu
 	closed   atomic.Bool
-	done     chan struct{} // closed when the watcher has returned
+	// broken is set (under mu) once epfd is found not to be the
+	// poller's any more.
+	broken atomic.Pointer[PollerError]
+	// wmu orders the watcher's read deadline (its periodic check)
+	// against close's, which ends its wait.
+	wmu  sync.Mutex
+	done chan struct{} // closed when the watcher has returned
 }
+
+// pollerCheck is how often the watcher looks whether the epoll descriptor
+// is still the poller's while nothing else shows it (see fdPoller): one
+// epoll_ctl a second, and a wait that lost its poller fails within that.
+const pollerCheck = time.Second
 
 // ErrFDClosed is returned by FD.Wait once FD.Close has been called.
 var ErrFDClosed = errors.New("faio/runtime: wait on a closed FD")
@@ -77,16 +100,27 @@ func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
 		return nil, err
 	}
 	p.mu.RLock()
-	defer p.mu.RUnlock()
 	if p.isClosed {
+		p.mu.RUnlock()
 		return nil, ErrClosed
+	}
+	if pe := p.broken.Load(); pe != nil {
+		p.mu.RUnlock()
+		return nil, pe
 	}
 	f := &FD{p: p, fd: fd, id: p.nextID.Add(1)}
 	p.fds.Store(f.id, f)
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET}
 	*(*uint64)(unsafe.Pointer(&ev.Fd)) = f.id
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	err = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
+	p.mu.RUnlock()
+	if err != nil {
 		p.fds.Delete(f.id)
+		// Most likely fd's fault (a regular file, a closed number), but
+		// it may be epfd's.
+		if p.check() {
+			return nil, p.broken.Load()
+		}
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
 	return f, nil
@@ -96,8 +130,10 @@ func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
 // (the operation met EAGAIN), waits until the descriptor becomes ready for
 // reading (or for writing if write is set) before the next call. A task
 // suspends meanwhile; a plain goroutine blocks. It returns nil once try
-// reported true, ctx.Err() if ctx ends first, and ErrFDClosed if Close was
-// called before or during the wait, or the runtime closed. Several waits
+// reported true, ctx.Err() if ctx ends first, ErrFDClosed if Close was
+// called before or during the wait, or the runtime closed, and a
+// *PollerError if the runtime's poller lost its epoll descriptor (see
+// PollerError) before or during the wait. Several waits
 // may be under way at once; each readiness wakes all of those of its
 // direction. A nil ctx is refused with ErrNilContext, before try is called.
 func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
@@ -117,6 +153,9 @@ func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
 		if closed {
 			return ErrFDClosed
 		}
+		if pe := f.p.broken.Load(); pe != nil {
+			return pe
+		}
 		if try() {
 			return nil
 		}
@@ -134,7 +173,7 @@ func (f *FD) sleep(ctx context.Context, d int, seen uint64) error {
 	err := Suspend(ctx, func(w Waker) bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.edges[d] != seen || f.closed {
+		if f.edges[d] != seen || f.closed || f.p.broken.Load() != nil {
 			return false // an edge since the try: try again at once
 		}
 		mine = w
@@ -170,11 +209,17 @@ func (f *FD) Close() {
 	ws := f.takeLocked(nil, true, true)
 	f.mu.Unlock()
 	p := f.p
+	var err error
 	p.mu.RLock()
-	if !p.isClosed {
-		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, f.fd, nil)
+	if !p.isClosed && p.broken.Load() == nil {
+		err = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, f.fd, nil)
 	}
 	p.mu.RUnlock()
+	if err != nil {
+		// The caller closed the descriptor first, or epfd is no
+		// longer the poller's.
+		p.check()
+	}
 	p.fds.Delete(f.id)
 	for _, w := range ws {
 		w.Wake()
@@ -247,13 +292,27 @@ func (rt *Runtime) fdPoller() (*fdPoller, error) {
 			o.err = os.NewSyscallError("setnonblock", err)
 			return
 		}
-		p := &fdPoller{epfd: epfd, file: os.NewFile(uintptr(epfd), "faio-epoll"), done: make(chan struct{})}
+		probe, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err == nil {
+			// Id 0, and no events: it never shows up in epoll_wait.
+			err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, probe, &unix.EpollEvent{})
+			if err != nil {
+				unix.Close(probe)
+			}
+		}
+		if err != nil {
+			unix.Close(epfd)
+			o.err = fmt.Errorf("faio/runtime: the readiness poller's probe: %w", err)
+			return
+		}
+		p := &fdPoller{epfd: epfd, probe: probe, file: os.NewFile(uintptr(epfd), "faio-epoll"), done: make(chan struct{})}
 		rc, err := p.file.SyscallConn()
 		if err == nil && p.file.SetReadDeadline(time.Time{}) == os.ErrNoDeadline {
 			err = errors.New("the netpoller refused its epoll instance")
 		}
 		if err != nil {
 			p.file.Close()
+			unix.Close(probe)
 			o.err = fmt.Errorf("faio/runtime: the readiness poller: %w", err)
 			return
 		}
@@ -264,18 +323,99 @@ func (rt *Runtime) fdPoller() (*fdPoller, error) {
 	return o.p, o.err
 }
 
-// watch runs on its own goroutine until the poller closes: whenever the
-// epoll instance has events that no worker has collected (the workers
-// sleep, or are busy between reaps), it collects them and wakes their
-// tasks, which go to their workers as any wake-up from outside does.
+// watch runs on its own goroutine until the poller closes or breaks:
+// whenever the epoll instance has events that no worker has collected (the
+// workers sleep, or are busy between reaps), it collects them and wakes
+// their tasks, which go to their workers as any wake-up from outside does.
+// Every pollerCheck it looks whether epfd is still the poller's: an epoll
+// descriptor closed behind the runtime's back takes its netpoller
+// registration with it, so no event would ever tell.
 func (p *fdPoller) watch(rc syscall.RawConn) {
 	defer close(p.done)
 	var buf [64]unix.EpollEvent
-	_ = rc.Read(func(uintptr) bool {
-		p.collect(buf[:], true)
-		return p.closed.Load()
-	})
+	for {
+		p.wmu.Lock()
+		if p.closed.Load() || p.broken.Load() != nil {
+			p.wmu.Unlock()
+			return
+		}
+		_ = p.file.SetReadDeadline(time.Now().Add(pollerCheck))
+		p.wmu.Unlock()
+		err := rc.Read(func(uintptr) bool {
+			p.collect(buf[:], true)
+			return p.closed.Load() || p.broken.Load() != nil
+		})
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.check()
+		}
+	}
 }
+
+// verify reports nil if epfd still names the poller's epoll instance, and
+// what says it does not otherwise: the probe is registered in that
+// instance and in no other, so modifying its entry through epfd succeeds
+// there only (EBADF: epfd is closed; EINVAL: it names a file that is no
+// epoll instance; ENOENT: another instance). The inode would not tell:
+// every epoll instance has the same one. The caller holds mu, with
+// isClosed false.
+func (p *fdPoller) verify() error {
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, p.probe, &unix.EpollEvent{}); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
+}
+
+// check verifies epfd (see verify) and breaks the poller if it is no
+// longer its own; it reports whether the poller is broken.
+func (p *fdPoller) check() bool {
+	if p.broken.Load() != nil {
+		return true
+	}
+	p.mu.RLock()
+	var err error
+	if !p.isClosed {
+		err = p.verify()
+	}
+	p.mu.RUnlock()
+	return err != nil && p.fail(err)
+}
+
+// fail breaks the poller, unless it has closed: err says that epfd is no
+// longer its epoll instance. From then on nothing uses the number, and
+// every wait on its FDs ends with a *PollerError. It reports whether the
+// poller is broken.
+func (p *fdPoller) fail(err error) bool {
+	var ws []Waker
+	p.mu.Lock()
+	if p.isClosed {
+		p.mu.Unlock()
+		return false
+	}
+	if p.broken.Load() == nil {
+		// Under the write lock: a registration (read-locked) either
+		// sees it or is in fds for the Range below.
+		p.broken.Store(&PollerError{Fd: p.epfd, Err: err})
+		p.fds.Range(func(_, v any) bool {
+			f := v.(*FD)
+			f.mu.Lock()
+			ws = f.takeLocked(ws, true, true)
+			f.mu.Unlock()
+			return true
+		})
+	}
+	p.mu.Unlock()
+	for _, w := range ws {
+		w.Wake()
+	}
+	// Wake the watcher, whose wait would otherwise last until its check.
+	p.wmu.Lock()
+	_ = p.file.SetReadDeadline(aLongTimeAgo)
+	p.wmu.Unlock()
+	return true
+}
+
+// aLongTimeAgo is a deadline in the past, which ends a wait at once.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // collect takes the events waiting in the epoll instance, without waiting,
 // and wakes the tasks they end; it returns how many it woke. It takes one
@@ -286,7 +426,11 @@ func (p *fdPoller) watch(rc syscall.RawConn) {
 // events, and all workers may be asleep.
 func (p *fdPoller) collect(buf []unix.EpollEvent, drain bool) int {
 	woken := 0
+	checked := false
 	for {
+		if p.broken.Load() != nil {
+			return woken // the number is not ours to read any more
+		}
 		// Without the scheduler's bookkeeping: a zero timeout never
 		// blocks.
 		r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
@@ -295,13 +439,29 @@ func (p *fdPoller) collect(buf []unix.EpollEvent, drain bool) int {
 			if errno == unix.EINTR {
 				continue
 			}
+			// EBADF (closed) or EINVAL (not an epoll instance): epfd
+			// is not the poller's any more, unless the poller is
+			// closing (fail then does nothing). Its own instance gives
+			// neither: close closes it only once the workers have
+			// stopped and the watcher's wait, which holds it open, has
+			// ended.
+			p.fail(os.NewSyscallError("epoll_wait", errno))
 			return woken
 		}
 		for i := range n {
 			id := *(*uint64)(unsafe.Pointer(&buf[i].Fd))
 			v, ok := p.fds.Load(id)
 			if !ok {
-				continue // closed since
+				// Closed since, as a rule; but it may be an event of
+				// another epoll instance that took epfd's number:
+				// look, once a call.
+				if !checked {
+					checked = true
+					if p.check() {
+						return woken
+					}
+				}
+				continue
 			}
 			var some [4]Waker
 			for _, w := range v.(*FD).fire(buf[i].Events, some[:0]) {
@@ -319,15 +479,50 @@ func (p *fdPoller) collect(buf []unix.EpollEvent, drain bool) int {
 // close stops the watcher and closes the epoll instance; Close calls it
 // once every task has finished. Waits still under way (plain goroutines')
 // end with ErrFDClosed, since nothing would collect their events.
-func (p *fdPoller) close() {
+//
+// If epfd is no longer the poller's (broken, or found so now), the number
+// may be another file's: close leaves it, and the probe's, alone, and
+// returns the *PollerError. The number's os.File is then kept for good,
+// since its finalizer would close the number too.
+func (p *fdPoller) close() error {
 	p.mu.Lock()
 	p.isClosed = true
 	p.closed.Store(true)
-	p.file.Close() // ends the watcher's wait
+	pe := p.broken.Load()
+	if pe == nil {
+		if err := p.verify(); err != nil {
+			pe = &PollerError{Fd: p.epfd, Err: err}
+			p.broken.Store(pe)
+		}
+	}
 	p.mu.Unlock()
+	if pe == nil {
+		p.file.Close() // ends the watcher's wait
+		unix.Close(p.probe)
+	} else {
+		p.wmu.Lock()
+		_ = p.file.SetReadDeadline(aLongTimeAgo) // ends the watcher's wait
+		p.wmu.Unlock()
+	}
 	<-p.done
+	if pe != nil {
+		abandonedPollers.Lock()
+		abandonedPollers.files = append(abandonedPollers.files, p.file)
+		abandonedPollers.Unlock()
+	}
 	p.fds.Range(func(_, v any) bool {
 		v.(*FD).Close()
 		return true
 	})
+	if pe != nil {
+		return pe
+	}
+	return nil
+}
+
+// abandonedPollers keeps the os.Files of broken pollers' epoll descriptors
+// from the collector: their numbers are not theirs any more.
+var abandonedPollers struct {
+	sync.Mutex
+	files []*os.File
 }

@@ -40,6 +40,6 @@ func (w *worker) pollEvents() pollBuf { return nil }
 
 func (p *fdPoller) collect(pollBuf, bool) int { return 0 }
 
-func (p *fdPoller) close() {}
+func (p *fdPoller) close() error { return nil }
 
 func (rt *Runtime) fdPoller() (*fdPoller, error) { return nil, errNoPoller }

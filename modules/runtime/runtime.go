@@ -479,6 +479,10 @@ func (rt *Runtime) signalIdle() {
 // context.WithoutCancel), which say that the wait must complete, run as
 // usual, such as a deferred Close of a connection.
 //
+// If the readiness poller (see RegisterFD) found its epoll descriptor
+// closed or replaced behind its back, Close leaves that number alone and,
+// with everything else done, returns the *PollerError.
+//
 // On a nil or zero Runtime (not made by New) Close returns ErrNilRuntime.
 func (rt *Runtime) Close() error {
 	if !rt.usable() {
@@ -538,7 +542,9 @@ func (rt *Runtime) Close() error {
 		// finished first, and none is made from now on.
 		rt.fdp.once.Do(func() { rt.fdp.err = ErrClosed })
 		if p := rt.fdp.p; p != nil {
-			p.close()
+			// A poller that lost its epoll descriptor (a *PollerError)
+			// is reported here too, as it leaves the number alone.
+			rt.closeErr = p.close()
 		}
 		for _, w := range rt.workers {
 			w.coros = nil
