@@ -76,6 +76,18 @@ func (r *watchedWorkers) Stalled(i int, what any, d time.Duration, waiting int) 
 	// Thieves may now take the tasks not yet started from a pinned
 	// worker (see worker.stuck).
 	r.workers[i].stalledOn.Store(run.c)
+	r.Rescue(i, waiting)
+}
+
+// Rescue wakes a parked peer of worker i, which is still held by the run
+// of a stall already reported with work waiting behind it: the peer woken
+// by the report may have taken what waited then and gone back to sleep,
+// and tasks woken onto the held worker since (into its inbox, where a
+// Wake from anywhere puts a task that suspended there) would otherwise
+// wait for as long as the stall lasts. It is called on every sample of
+// the watchdog (StallThreshold/2) while that lasts; a peer that is awake
+// searches the held worker's queues by itself.
+func (r *watchedWorkers) Rescue(i int, waiting int) {
 	for _, v := range r.workers {
 		if v.id != i && v.parked.Load() {
 			v.unpark()

@@ -56,6 +56,15 @@ type Workers interface {
 	Stalled(i int, running any, d time.Duration, waiting int)
 }
 
+// Rescuer is implemented by Workers that act on a stall for as long as it
+// lasts, not only when it is reported: Rescue is called on every later
+// sample that finds worker i still held by the same run with work waiting
+// behind it (work that arrived after the report, say, which a peer woken
+// by the report has not seen). Stalled is still called once per stall.
+type Rescuer interface {
+	Rescue(i int, waiting int)
+}
+
 // Watchdog watches a scheduler's workers from a goroutine of its own.
 type Watchdog struct {
 	ws        Workers
@@ -192,7 +201,13 @@ func (d *Watchdog) check(i int, s *workerSample, now time.Time) {
 		return
 	}
 	running := now.Sub(s.since)
-	if s.reported || running < d.threshold || cur.Waiting == 0 {
+	if running < d.threshold || cur.Waiting == 0 {
+		return
+	}
+	if s.reported {
+		if r, ok := d.ws.(Rescuer); ok {
+			r.Rescue(i, cur.Waiting)
+		}
 		return
 	}
 	s.reported = true

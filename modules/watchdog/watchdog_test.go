@@ -217,3 +217,44 @@ func TestStopTwice(t *testing.T) {
 	wg.Wait()
 	d.Stop()
 }
+
+// rescuingWorkers is fakeWorkers that also takes Rescue calls.
+type rescuingWorkers struct {
+	*fakeWorkers
+	rescues chan int // the waiting count of each Rescue
+}
+
+func (f *rescuingWorkers) Rescue(i int, waiting int) { f.rescues <- waiting }
+
+// A stall reported once is rescued on every later sample while it lasts
+// with work waiting, and no longer once the work is gone; Stalled is not
+// called again.
+func TestStallRescuedWhileItLasts(t *testing.T) {
+	f := &rescuingWorkers{newFake(1), make(chan int, 1024)}
+	task := new(int)
+	f.set(0, Sample{Running: task, Heartbeat: 7, Waiting: 2})
+	d := Start(f, 4*time.Millisecond)
+	defer d.Stop()
+	waitStall(t, f.fakeWorkers)
+	for range 3 {
+		select {
+		case w := <-f.rescues:
+			if w != 2 {
+				t.Fatalf("Rescue with %d waiting, want 2", w)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no Rescue within 5s of a stall that lasts")
+		}
+	}
+	noStall(t, f.fakeWorkers, 20*time.Millisecond)
+	f.set(0, Sample{Running: task, Heartbeat: 7}) // the waiting work was taken
+	time.Sleep(10 * time.Millisecond)             // a sample in flight may still rescue
+	for len(f.rescues) > 0 {
+		<-f.rescues
+	}
+	select {
+	case <-f.rescues:
+		t.Fatal("Rescue with nothing waiting")
+	case <-time.After(30 * time.Millisecond):
+	}
+}

@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A worker held by a plain Go call is rescued for as long as the stall
+// lasts, not once: a task woken onto it after the first report (into its
+// inbox, where a Wake from anywhere puts a task that suspended there) must
+// be taken by a peer too. The watchdog reports a stall once, and its one
+// wake-up of a parked peer was spent on the task that made the stall
+// worth reporting: the peer took that one and went back to sleep, and a
+// task woken later waited in the held worker's inbox for as long as the
+// plain call lasted (for ever, when that call waited for the task).
+func TestStalledWorkerIsRescuedForAsLongAsTheStallLasts(t *testing.T) {
+	var stalls atomic.Int32
+	rt := newRuntime(t, Config{Workers: 2, StallThreshold: 20 * time.Millisecond,
+		OnStall: func(StallInfo) { stalls.Add(1) }})
+	for attempt := 0; ; attempt++ {
+		if attempt == 100 {
+			t.Skip("the waiting tasks never both suspended on the root's worker")
+		}
+		ok, err := BlockOn(rt, func(ctx context.Context) (bool, error) {
+			root := Current(ctx).running()
+			// Two tasks suspended on the root's worker, each with its
+			// Waker and a channel it sends on (plain sends: room for one)
+			// once it runs again.
+			var wakers [2]Waker
+			var handles [2]*JoinHandle[struct{}]
+			var ran [2]chan struct{}
+			for i := range 2 {
+				got := make(chan Waker, 1)
+				ran[i] = make(chan struct{}, 1)
+				r := ran[i]
+				handles[i] = Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+					err := Suspend(ctx, func(w Waker) bool { got <- w; return true })
+					r <- struct{}{}
+					return struct{}{}, err
+				})
+				for wakers[i].to == nil {
+					select {
+					case wakers[i] = <-got:
+					default:
+						if err := Yield(ctx); err != nil {
+							return false, err
+						}
+					}
+				}
+				for handles[i].task.wstate.Load()&stMask != stWaiting {
+					if err := Yield(ctx); err != nil {
+						return false, err
+					}
+				}
+			}
+			if handles[0].task.worker != root.worker || handles[1].task.worker != root.worker {
+				for i := range 2 {
+					wakers[i].Wake()
+					if _, err := handles[i].Join(ctx); err != nil {
+						return false, err
+					}
+				}
+				return false, nil // not both on this worker: try again
+			}
+			before := stalls.Load()
+			reported := make(chan bool, 1)
+			go func() {
+				// The first wake makes the held worker's stall worth
+				// reporting: the report wakes the parked peer, which
+				// takes that task and goes back to sleep. (A peer that
+				// is awake may take it before any report: then this
+				// attempt shows nothing, and another is made.)
+				wakers[0].Wake()
+				<-ran[0]
+				if stalls.Load() == before {
+					reported <- false
+					return
+				}
+				reported <- true
+				for _, w := range rt.workers {
+					for w != root.worker && !w.parked.Load() {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				// The second lands in the held worker's inbox after the
+				// report.
+				wakers[1].Wake()
+			}()
+			// The plain Go call that holds the worker: it waits for the
+			// second task, which only a peer can run now.
+			if !<-reported {
+				wakers[1].Wake()
+				for i := range 2 {
+					if _, err := handles[i].Join(ctx); err != nil {
+						return false, err
+					}
+				}
+				return false, nil
+			}
+			select {
+			case <-ran[1]:
+			case <-time.After(5 * time.Second):
+				t.Error("a task woken onto a held worker after its stall was reported did not run within 5 s")
+				return true, nil // the runtime's Close resumes and ends it
+			}
+			for i := range 2 {
+				if _, err := handles[i].Join(ctx); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+	}
+}
