@@ -96,8 +96,10 @@ type Config struct {
 	// overdue timers, its ring's completions not reaped and operations not
 	// submitted) before the watchdog counts a stall, reports it to OnStall
 	// and wakes a sleeping worker to steal the waiting tasks and fire the
-	// timers; the ring's work only its own worker can take on, and it
-	// waits until the task returns to the loop (default 10 ms, at least
+	// timers, again at every sample for as long as the stall lasts with
+	// work waiting (tasks woken onto the held worker meanwhile); the
+	// ring's work only its own worker can take on, and it waits until
+	// the task returns to the loop (default 10 ms, at least
 	// MinStallThreshold; negative disables the watchdog). The watchdog
 	// samples the workers every half threshold while any is awake and
 	// sleeps while all are: idle, it costs no CPU; busy, a sample costs a
