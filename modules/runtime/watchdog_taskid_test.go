@@ -75,6 +75,14 @@ func TestStallWhileCompletingATaskNamesIt(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	checkStallsName(t, stalls, ids, hold, "")
+}
+
+// checkStallsName checks that every stall names one of the tasks ids and
+// that each of them, having held its worker for hold while it completed
+// (how: after Goexit, say), is named by one.
+func checkStallsName(t *testing.T, stalls []StallInfo, ids []uint64, hold time.Duration, how string) {
+	t.Helper()
 	reported := map[uint64]bool{}
 	for _, s := range stalls {
 		if !slices.Contains(ids, s.TaskID) {
@@ -84,7 +92,7 @@ func TestStallWhileCompletingATaskNamesIt(t *testing.T) {
 	}
 	for _, id := range ids {
 		if !reported[id] {
-			t.Errorf("task %d held its worker for %v while it completed, and no stall named it (reports: %+v)", id, hold, stalls)
+			t.Errorf("task %d held its worker for %v while it completed%s, and no stall named it (reports: %+v)", id, hold, how, stalls)
 		}
 	}
 }
@@ -138,18 +146,7 @@ func TestStallWhileCompletingAGoexitTaskNamesIt(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			reported := map[uint64]bool{}
-			for _, s := range stalls {
-				if !slices.Contains(ids, s.TaskID) {
-					t.Errorf("stall reported with TaskID %d, want one of the completing tasks %v: %+v", s.TaskID, ids, s)
-				}
-				reported[s.TaskID] = true
-			}
-			for _, id := range ids {
-				if !reported[id] {
-					t.Errorf("task %d held its worker for %v while it completed after Goexit, and no stall named it (reports: %+v)", id, hold, stalls)
-				}
-			}
+			checkStallsName(t, stalls, ids, hold, " after Goexit")
 		})
 	}
 }
