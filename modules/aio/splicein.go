@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/faio-go/faio/modules/runtime"
 	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
 )
@@ -19,18 +20,33 @@ import (
 // *net.TCPConn source: splice(2) from the socket into a pipe, then from
 // the pipe into the file, a pipeful at a time.
 //
-// The socket's half waits as a Read does: a task on io_uring submits
-// IORING_OP_SPLICE, which the kernel runs in its async workers (io-wq),
-// blocking there until bytes arrive (so a task waiting on a slow sender
-// holds one kernel worker thread, as SendFile waiting for a slow reader
-// does); a socket a goroutine made non-blocking says EAGAIN instead and
-// the task waits in the netpoller. A plain goroutine, and a task on the
-// portable backend, call splice(2) on the non-blocking socket and wait for
-// readiness as Read does (the netpoller, the runtime's readiness poller).
-// The end of the call's context ends that wait, as it ends a Read: for
-// NetConn.WriteTo and FileIO.ReadFrom the connection's read deadline, as
-// for NetConn.Read (whose waits, being a net.Conn's, know no task and no
-// context of the caller). Close's shutdown ends it with net.ErrClosed.
+// The socket's half waits as a Read does. A task on io_uring first waits
+// for the socket to be readable with a ring poll (IORING_OP_POLL_ADD for
+// POLLIN|POLLRDHUP), then submits IORING_OP_SPLICE. The kernel runs every
+// splice in its async workers (io-wq), where a splice from an empty socket
+// would block until bytes arrive, holding one kernel thread per slow
+// sender (and the runtime leaves io-wq's unbound threads unbounded, see
+// FileIOThreads in package driver); once the socket is readable the splice
+// takes what is there and returns without waiting for more, so the wait
+// holds no thread. The poll precedes every splice, also after one that
+// filled its whole request: a poll of a readable socket completes at
+// submission, cheap beside the splice's trip to io-wq (a 128 MiB loopback
+// upload took as long with a poll before every splice as with none, or
+// with none after a full one), and it keeps a sender that stops on a
+// pipeful's boundary from holding a thread. A socket a goroutine made
+// non-blocking says EAGAIN to the splice instead and the task waits in the
+// netpoller. The poll ends as the splice's wait did: when ctx ends (its
+// error), and at Close, whose shutdown makes the socket readable and the
+// splice then return 0, which is net.ErrClosed once the socket is closing.
+// The poll moves no byte and uses no memory of the call's, so the count
+// and the pipe below are as the splices leave them. A plain goroutine, and
+// a task on the portable backend, call splice(2) on the non-blocking
+// socket and wait for readiness as Read does (the netpoller, the runtime's
+// readiness poller). The end of the call's context ends that wait, as it
+// ends a Read: for NetConn.WriteTo and FileIO.ReadFrom the connection's
+// read deadline, as for NetConn.Read (whose waits, being a net.Conn's,
+// know no task and no context of the caller). Close's shutdown ends it
+// with net.ErrClosed.
 //
 // The file's half runs with the caller's context stripped of its
 // cancellation: the bytes in the pipe have left the socket, and a deadline
@@ -46,6 +62,17 @@ import (
 // The pipe is the call's own, closed when it returns; every operation
 // that used it has completed by then (a cancelled ring operation is
 // waited for), so its numbers are never closed under the kernel.
+
+// readableOp waits on a ring until the socket fd is readable, or its peer
+// or Close has shut it down for reading (IORING_OP_POLL_ADD for POLLIN and
+// POLLRDHUP; errors and hang-ups wake it too). It completes with the ready
+// mask, or -errno.
+type readableOp struct{ fd int }
+
+// Prep fills sqe for the poll.
+func (o *readableOp) Prep(sqe *uring.SQE) {
+	sqe.PrepPollAdd(o.fd, unix.POLLIN|unix.POLLRDHUP)
+}
 
 // cannotSplice reports whether err, a splice's failure before any byte
 // moved, says that the descriptors cannot splice (an old kernel, a file
@@ -103,7 +130,26 @@ func (c *Conn) spliceThrough(ctx context.Context, p *splicePipe, f *File, limit 
 	drain := &spliceOp{fdIn: p.r, offIn: uring.NoOffset, fdOut: f.guard.fd, offOut: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
 	// See above: what left the socket goes into the file whatever ctx does.
 	wctx := context.WithoutCancel(ctx)
+	// See above: on a ring, each fill waits for the socket with a poll
+	// first, so that the splice finds bytes and holds no io-wq thread.
+	var ready *readableOp
+	if c.onRing(ctx) {
+		ready = &readableOp{fd: c.guard.fd}
+	}
 	for written < limit {
+		if ready != nil {
+			_, perr := runtime.SubmitOn(ctx, c.guard.rt, ready)
+			switch {
+			case perr == runtime.ErrNoRing:
+				ready = nil // the splice waits in the netpoller
+			case perr != nil && c.guard.closing():
+				return written, true, net.ErrClosed
+			case perr != nil:
+				return written, true, perr
+			}
+			// A failed poll (-errno) is left to the splice, which
+			// reports the socket's error.
+		}
 		fill.n = int(min(limit-written, int64(p.size)))
 		res, serr := c.guard.submitPoll(ctx, fill, false)
 		if err := ioErr("splice", res, serr); err != nil {
