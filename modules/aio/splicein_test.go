@@ -636,3 +636,109 @@ func TestUploadOnSocketUsedByGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ioWorkers counts the process's io_uring worker threads (io-wq's
+// iou-wrk-N), which /proc lists among its tasks.
+func ioWorkers(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		comm, err := os.ReadFile("/proc/self/task/" + e.Name() + "/comm")
+		if err == nil && strings.HasPrefix(string(comm), "iou-wrk") {
+			n++
+		}
+	}
+	return n
+}
+
+// Uploads waiting for slow senders, from tasks on the ring, wait with a
+// ring poll, not in a splice that io_uring runs (and blocks) in one of its
+// kernel worker threads: 32 uploads whose clients send nothing for a while
+// hold far fewer than 32 new iou-wrk threads, and once the clients send
+// and close, every upload holds its client's bytes.
+func TestUploadWaitHoldsNoKernelWorker(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	if rt.Backend() != runtime.BackendIOUring {
+		t.Skip("the ring path needs the io_uring backend")
+	}
+	const uploads = 32
+	dir := t.TempDir()
+	runTask(t, rt, func(ctx context.Context) error {
+		l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer l.Close(ctx)
+		clients := make([]net.Conn, uploads)
+		servers := make([]*Conn, uploads)
+		defer func() {
+			for i := range uploads {
+				if clients[i] != nil {
+					clients[i].Close()
+				}
+				if servers[i] != nil {
+					servers[i].Close(ctx)
+				}
+			}
+		}()
+		for i := range uploads {
+			if clients[i], err = net.Dial("tcp", l.Addr().String()); err != nil {
+				return err
+			}
+			if servers[i], err = l.Accept(ctx); err != nil {
+				return err
+			}
+		}
+		// The files are opened first: an open may take a worker thread
+		// of its own for a moment.
+		files := make([]*File, uploads)
+		for i := range uploads {
+			if files[i], err = Create(ctx, filepath.Join(dir, fmt.Sprint(i))); err != nil {
+				return err
+			}
+			defer files[i].Close(ctx)
+		}
+		before := ioWorkers(t)
+		hs := make([]*runtime.JoinHandle[int64], uploads)
+		for i := range uploads {
+			hs[i] = runtime.Spawn(ctx, func(ctx context.Context) (int64, error) {
+				return io.Copy(files[i].IO(), servers[i].NetConn())
+			})
+		}
+		if err := runtime.Sleep(ctx, 300*time.Millisecond); err != nil {
+			return err
+		}
+		waiting := ioWorkers(t)
+		datas := make([][]byte, uploads)
+		sent := make([]func() error, uploads)
+		for i := range uploads {
+			datas[i] = randomBytes(100<<10+i, uint64(i+1))
+			sent[i] = sendFrom(clients[i], datas[i], true)
+		}
+		for i := range uploads {
+			if err := sent[i](); err != nil {
+				return err
+			}
+			clients[i] = nil // closed by sendFrom
+		}
+		for i, h := range hs {
+			m, err := h.Join(ctx)
+			if m != int64(len(datas[i])) || err != nil {
+				return fmt.Errorf("upload %d = %d, %v; want %d, nil", i, m, err, len(datas[i]))
+			}
+			if err := checkFile(filepath.Join(dir, fmt.Sprint(i)), datas[i]); err != nil {
+				return err
+			}
+		}
+		if grew := waiting - before; grew >= uploads/4 {
+			return fmt.Errorf("%d uploads waiting for their senders added %d io_uring worker threads (%d before, %d while waiting)",
+				uploads, grew, before, waiting)
+		}
+		t.Logf("io_uring worker threads: %d before, %d while %d uploads waited", before, waiting, uploads)
+		return nil
+	})
+}
