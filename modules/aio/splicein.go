@@ -63,15 +63,42 @@ import (
 // that used it has completed by then (a cancelled ring operation is
 // waited for), so its numbers are never closed under the kernel.
 
-// readableOp waits on a ring until the socket fd is readable, or its peer
-// or Close has shut it down for reading (IORING_OP_POLL_ADD for POLLIN and
-// POLLRDHUP; errors and hang-ups wake it too). It completes with the ready
-// mask, or -errno.
-type readableOp struct{ fd int }
+// pollOp waits on a ring until fd is ready for events
+// (IORING_OP_POLL_ADD; errors and hang-ups wake it too): a socket to be
+// readable, or shut down for reading by its peer or Close, before an
+// upload's splice (readable), or to have room, before SendFile's
+// (writable). It completes with the ready mask, or -errno.
+type pollOp struct {
+	fd     int
+	events uint32
+}
+
+// readable waits for fd to be readable or shut down for reading.
+func readable(fd int) *pollOp { return &pollOp{fd: fd, events: unix.POLLIN | unix.POLLRDHUP} }
+
+// writable waits for fd to have room for writing.
+func writable(fd int) *pollOp { return &pollOp{fd: fd, events: unix.POLLOUT} }
 
 // Prep fills sqe for the poll.
-func (o *readableOp) Prep(sqe *uring.SQE) {
-	sqe.PrepPollAdd(o.fd, unix.POLLIN|unix.POLLRDHUP)
+func (o *pollOp) Prep(sqe *uring.SQE) {
+	sqe.PrepPollAdd(o.fd, o.events)
+}
+
+// awaitOnRing submits the poll o on the ring of ctx's task, for a splice
+// of the connection c. It returns the splice's error if the wait ended
+// the call (net.ErrClosed once Close began, else ctx's or the ring's), and
+// noRing if the task has no ring after all, when the splice is to wait in
+// the netpoller instead. A poll that fails with -errno is left to the
+// splice, which reports the socket's error.
+func (c *Conn) awaitOnRing(ctx context.Context, o *pollOp) (noRing bool, err error) {
+	_, perr := runtime.SubmitOn(ctx, c.guard.rt, o)
+	switch {
+	case perr == runtime.ErrNoRing:
+		return true, nil
+	case perr != nil && c.guard.closing():
+		return false, net.ErrClosed
+	}
+	return false, perr
 }
 
 // cannotSplice reports whether err, a splice's failure before any byte
@@ -132,23 +159,19 @@ func (c *Conn) spliceThrough(ctx context.Context, p *splicePipe, f *File, limit 
 	wctx := context.WithoutCancel(ctx)
 	// See above: on a ring, each fill waits for the socket with a poll
 	// first, so that the splice finds bytes and holds no io-wq thread.
-	var ready *readableOp
+	var ready *pollOp
 	if c.onRing(ctx) {
-		ready = &readableOp{fd: c.guard.fd}
+		ready = readable(c.guard.fd)
 	}
 	for written < limit {
 		if ready != nil {
-			_, perr := runtime.SubmitOn(ctx, c.guard.rt, ready)
-			switch {
-			case perr == runtime.ErrNoRing:
-				ready = nil // the splice waits in the netpoller
-			case perr != nil && c.guard.closing():
-				return written, true, net.ErrClosed
-			case perr != nil:
-				return written, true, perr
+			noRing, err := c.awaitOnRing(ctx, ready)
+			if err != nil {
+				return written, true, err
 			}
-			// A failed poll (-errno) is left to the splice, which
-			// reports the socket's error.
+			if noRing {
+				ready = nil // the splice waits in the netpoller
+			}
 		}
 		fill.n = int(min(limit-written, int64(p.size)))
 		res, serr := c.guard.submitPoll(ctx, fill, false)
