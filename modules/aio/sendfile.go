@@ -22,11 +22,22 @@ import (
 // A task on io_uring splices: IORING_OP_SPLICE from the file into a pipe
 // (the kernel takes references to the page cache's pages), then from the
 // pipe into the socket, repeated until the pipe is empty, and again for
-// the next pipeful. io_uring runs splice in its async workers, where it
-// blocks as the system call would; cancelling ctx interrupts the worker
-// (IORING_OP_ASYNC_CANCEL) and Close's shutdown wakes a send waiting for
-// room. A socket that a goroutine made non-blocking says EAGAIN instead,
-// and the task then waits in the netpoller as for any socket operation.
+// the next pipeful. io_uring runs every splice in its async workers
+// (io-wq), where a splice into a socket whose send buffer is full blocks
+// until the peer reads, holding one kernel thread per slow reader. So
+// before each pipe -> socket splice the task waits for room with a ring
+// poll (IORING_OP_POLL_ADD for POLLOUT), which holds no thread, and the
+// splice moves at most half the room the send buffer then has (SO_MEMINFO:
+// its size less what it holds; the other half covers the kernel's memory
+// per packet, which the buffer also counts): a poll alone is not enough,
+// since the kernel's send (splice_to_socket on a socket that is not
+// O_NONBLOCK) waits for room for everything it is given, and a pipeful of
+// 1 MiB is more than a poll finds in a small buffer (32 SendFiles through
+// 64 KiB send buffers to readers that paused held 32 iou-wrk threads with
+// the poll alone, none with both). Cancelling ctx ends the poll, and
+// Close's shutdown wakes it, as they ended the splice's wait. A socket
+// that a goroutine made non-blocking says EAGAIN instead, and the task
+// then waits in the netpoller as for any socket operation.
 //
 // A plain goroutine, and a task on the portable backend, call sendfile(2)
 // on the non-blocking socket and wait in the netpoller when it is full,
@@ -111,11 +122,10 @@ var errNotRegular = errors.New("not a regular file")
 // splices them through a pipe (IORING_OP_SPLICE), elsewhere sendfile(2)
 // runs with the socket's wait in Go's netpoller. n < 0 sends up to the end
 // of the file. It neither uses nor moves f's file position, and like
-// Write it is never interleaved with another write. io_uring runs splices
-// in its kernel worker threads (io-wq): each SendFile in progress on the
-// ring holds one, blocked there while the peer's receive window is full,
-// so thousands of concurrent SendFiles to slow readers cost as many kernel
-// threads until they finish or their ctx cancels them.
+// Write it is never interleaved with another write. A SendFile waiting for
+// a slow reader on the ring waits with a ring poll and holds no kernel
+// worker thread (io-wq), though each splice runs in one for as long as it
+// moves its bytes.
 //
 // It returns the number of bytes sent. Like net.TCPConn.ReadFrom (and
 // io.Copy of an io.LimitReader), the end of the file is not an error: if
@@ -229,6 +239,7 @@ func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, o
 	defer p.close()
 	fill := &spliceOp{fdIn: f.guard.fd, fdOut: p.w, offOut: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
 	drain := &spliceOp{fdIn: p.r, fdOut: c.guard.fd, offIn: uring.NoOffset, offOut: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
+	room := writable(c.guard.fd)
 	for sent < n {
 		fill.offIn, fill.n = off+sent, int(min(n-sent, int64(p.size)))
 		res, serr := runtime.SubmitOn(ctx, c.guard.rt, fill)
@@ -242,7 +253,19 @@ func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, o
 			break // the end of the file
 		}
 		for inPipe := int(res.Res); inPipe > 0; {
+			if room != nil {
+				noRing, err := c.awaitOnRing(ctx, room)
+				if err != nil {
+					return sent, true, err
+				}
+				if noRing {
+					room = nil // the splice waits in the netpoller
+				}
+			}
 			drain.n = inPipe
+			if room != nil {
+				drain.n = min(inPipe, sendRoom(c.guard.fd))
+			}
 			res, serr := c.guard.submitPoll(ctx, drain, true)
 			if err := ioErr("splice", res, serr); err != nil {
 				return sent, true, err
@@ -255,6 +278,34 @@ func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, o
 		}
 	}
 	return sent, true, nil
+}
+
+// The indices of SO_MEMINFO's values (linux/sock_diag.h).
+const (
+	skMeminfoWmemAlloc  = 2
+	skMeminfoSndbuf     = 3
+	skMeminfoWmemQueued = 5
+	skMeminfoVars       = 9
+)
+
+// sendRoom is how many bytes a splice may move into the socket fd without
+// waiting for room in its send buffer: half the room there is (the
+// buffer's size less what it holds, SO_MEMINFO), the other half left for
+// the kernel's own memory per packet, which the buffer also counts. At
+// least 1, and no limit if the socket does not say.
+func sendRoom(fd int) int {
+	var mi [skMeminfoVars]uint32
+	size := uint32(unsafe.Sizeof(mi))
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&mi)), uintptr(unsafe.Pointer(&size)), 0)
+	if e != 0 || size < uint32(unsafe.Sizeof(mi)) {
+		return math.MaxInt
+	}
+	used := max(mi[skMeminfoWmemQueued], mi[skMeminfoWmemAlloc])
+	if used >= mi[skMeminfoSndbuf] {
+		return 1
+	}
+	return max(int(mi[skMeminfoSndbuf]-used)/2, 1)
 }
 
 // splicePipe is the pipe a splice goes through.
