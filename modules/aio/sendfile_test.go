@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -511,5 +512,130 @@ func TestSendFilePastTheLargestOffset(t *testing.T) {
 		} else {
 			checkFromGoroutines(t, rt, "SendFile past the largest offset", "tcp", "127.0.0.1:0", check)
 		}
+	})
+}
+
+// busyIOWorkers counts the process's io_uring worker threads that are not
+// idle in io-wq's own loop (their wchan is not io_wq_worker): the file
+// half of a SendFile may leave idle workers behind, which hold no wait.
+// A thread whose wchan cannot be read counts as busy.
+func busyIOWorkers(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		comm, err := os.ReadFile("/proc/self/task/" + e.Name() + "/comm")
+		if err != nil || !strings.HasPrefix(string(comm), "iou-wrk") {
+			continue
+		}
+		if w, err := os.ReadFile("/proc/self/task/" + e.Name() + "/wchan"); err != nil || string(w) != "io_wq_worker" {
+			n++
+		}
+	}
+	return n
+}
+
+// SendFiles waiting for slow readers, from tasks on the ring, wait with a
+// ring poll, not in a splice that io_uring runs (and blocks) in one of its
+// kernel worker threads: 32 SendFiles of 4 MiB, through send buffers of
+// 64 KiB, to clients that read nothing for a while hold far fewer than 32
+// busy iou-wrk threads, and once
+// the clients read, each receives the whole file and SendFile counts it.
+func TestSendFileWaitHoldsNoKernelWorker(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	if rt.Backend() != runtime.BackendIOUring {
+		t.Skip("the ring path needs the io_uring backend")
+	}
+	const sends = 32
+	data := randomBytes(4<<20, 7)
+	name := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runTask(t, rt, func(ctx context.Context) error {
+		l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer l.Close(ctx)
+		clients := make([]net.Conn, sends)
+		servers := make([]*Conn, sends)
+		defer func() {
+			for i := range sends {
+				if clients[i] != nil {
+					clients[i].Close()
+				}
+				if servers[i] != nil {
+					servers[i].Close(ctx)
+				}
+			}
+		}()
+		for i := range sends {
+			if clients[i], err = net.Dial("tcp", l.Addr().String()); err != nil {
+				return err
+			}
+			if servers[i], err = l.Accept(ctx); err != nil {
+				return err
+			}
+		}
+		// The file is opened first: an open may take a worker thread of
+		// its own for a moment.
+		f, err := Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer f.Close(ctx)
+		// A small send buffer, as on a link slower than loopback: a
+		// pipeful is then more than the room a poll finds.
+		for i := range sends {
+			if err := syscall.SetsockoptInt(servers[i].guard.fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 64<<10); err != nil {
+				return err
+			}
+		}
+		before := busyIOWorkers(t)
+		hs := make([]*runtime.JoinHandle[int64], sends)
+		for i := range sends {
+			hs[i] = runtime.Spawn(ctx, func(ctx context.Context) (int64, error) {
+				return servers[i].SendFile(ctx, f, 0, -1)
+			})
+		}
+		if err := runtime.Sleep(ctx, 300*time.Millisecond); err != nil {
+			return err
+		}
+		waiting := busyIOWorkers(t)
+		reads := make([]func() error, sends)
+		for i := range sends {
+			c := clients[i]
+			reads[i] = goSpawner(func() error {
+				got := make([]byte, len(data))
+				if _, err := io.ReadFull(c, got); err != nil {
+					return err
+				}
+				if !bytes.Equal(got, data) {
+					return errors.New("received bytes differ from the file")
+				}
+				return nil
+			})
+		}
+		for i, h := range hs {
+			m, err := h.Join(ctx)
+			if m != int64(len(data)) || err != nil {
+				return fmt.Errorf("SendFile %d = %d, %v; want %d, nil", i, m, err, len(data))
+			}
+		}
+		for i := range sends {
+			if err := reads[i](); err != nil {
+				return fmt.Errorf("client %d: %w", i, err)
+			}
+		}
+		if grew := waiting - before; grew >= sends/4 {
+			return fmt.Errorf("%d SendFiles waiting for their readers held %d more busy io_uring worker threads (%d before, %d while waiting)",
+				sends, grew, before, waiting)
+		}
+		t.Logf("busy io_uring worker threads: %d before, %d while %d SendFiles waited", before, waiting, sends)
+		return nil
 	})
 }
