@@ -556,30 +556,10 @@ func TestSendFileWaitHoldsNoKernelWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	runTask(t, rt, func(ctx context.Context) error {
-		l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		clients, servers, closeAll, err := tcpPairs(ctx, sends)
+		defer closeAll()
 		if err != nil {
 			return err
-		}
-		defer l.Close(ctx)
-		clients := make([]net.Conn, sends)
-		servers := make([]*Conn, sends)
-		defer func() {
-			for i := range sends {
-				if clients[i] != nil {
-					clients[i].Close()
-				}
-				if servers[i] != nil {
-					servers[i].Close(ctx)
-				}
-			}
-		}()
-		for i := range sends {
-			if clients[i], err = net.Dial("tcp", l.Addr().String()); err != nil {
-				return err
-			}
-			if servers[i], err = l.Accept(ctx); err != nil {
-				return err
-			}
 		}
 		// The file is opened first: an open may take a worker thread of
 		// its own for a moment.

@@ -655,6 +655,36 @@ func ioWorkers(t *testing.T) int {
 	return n
 }
 
+// tcpPairs connects n net.Dial clients to n accepted faio Conns over
+// loopback TCP. closeAll closes whatever was opened, also after an error.
+func tcpPairs(ctx context.Context, n int) (clients []net.Conn, servers []*Conn, closeAll func(), err error) {
+	clients, servers = make([]net.Conn, n), make([]*Conn, n)
+	closeAll = func() {
+		for i := range n {
+			if clients[i] != nil {
+				clients[i].Close()
+			}
+			if servers[i] != nil {
+				servers[i].Close(ctx)
+			}
+		}
+	}
+	l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return clients, servers, closeAll, err
+	}
+	defer l.Close(ctx)
+	for i := range n {
+		if clients[i], err = net.Dial("tcp", l.Addr().String()); err != nil {
+			return clients, servers, closeAll, err
+		}
+		if servers[i], err = l.Accept(ctx); err != nil {
+			return clients, servers, closeAll, err
+		}
+	}
+	return clients, servers, closeAll, nil
+}
+
 // Uploads waiting for slow senders, from tasks on the ring, wait with a
 // ring poll, not in a splice that io_uring runs (and blocks) in one of its
 // kernel worker threads: 32 uploads whose clients send nothing for a while
@@ -668,30 +698,10 @@ func TestUploadWaitHoldsNoKernelWorker(t *testing.T) {
 	const uploads = 32
 	dir := t.TempDir()
 	runTask(t, rt, func(ctx context.Context) error {
-		l, err := Listen(ctx, "tcp", "127.0.0.1:0")
+		clients, servers, closeAll, err := tcpPairs(ctx, uploads)
+		defer closeAll()
 		if err != nil {
 			return err
-		}
-		defer l.Close(ctx)
-		clients := make([]net.Conn, uploads)
-		servers := make([]*Conn, uploads)
-		defer func() {
-			for i := range uploads {
-				if clients[i] != nil {
-					clients[i].Close()
-				}
-				if servers[i] != nil {
-					servers[i].Close(ctx)
-				}
-			}
-		}()
-		for i := range uploads {
-			if clients[i], err = net.Dial("tcp", l.Addr().String()); err != nil {
-				return err
-			}
-			if servers[i], err = l.Accept(ctx); err != nil {
-				return err
-			}
 		}
 		// The files are opened first: an open may take a worker thread
 		// of its own for a moment.
