@@ -13,8 +13,18 @@ type firstError struct {
 // set records err if it is the first non-nil error.
 func (f *firstError) set(err error) {
 	if err != nil {
-		f.p.CompareAndSwap(nil, &err)
+		f.store(err)
 	}
+}
+
+// store is set's slow path, a function of its own: taking err's address
+// moves err to the heap on entry, and set runs once per task in the
+// spawning workloads, where an allocation for every nil error would be
+// charged to faio's side alone.
+//
+//go:noinline
+func (f *firstError) store(err error) {
+	f.p.CompareAndSwap(nil, &err)
 }
 
 // get returns the first error recorded, or nil.
