@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/faio-go/faio/modules/runtime"
 )
@@ -350,4 +351,58 @@ func ExampleErrNilContext() {
 	// Output:
 	// true
 	// faio/runtime: nil context: pass the task's context, or context.Background() outside tasks
+}
+
+// slot is an object that tasks use for short sections without a
+// reference count, and that Destroy frees once no worker announces it.
+type slot struct {
+	destroyed atomic.Bool
+	value     atomic.Int64
+}
+
+// Use adds to s unless Destroy has begun. It takes no reference that
+// every worker would update: the task's worker announces s for the
+// section, which must not suspend.
+func (s *slot) Use(ctx context.Context) bool {
+	h := runtime.Protect(ctx, unsafe.Pointer(s))
+	if h == nil {
+		return false // not a task: a real program takes a reference here
+	}
+	defer h.Release()
+	if s.destroyed.Load() {
+		return false
+	}
+	s.value.Add(1)
+	return true
+}
+
+// Destroy marks s, then waits out the sections under way.
+func (s *slot) Destroy(rt *runtime.Runtime) int64 {
+	s.destroyed.Store(true)
+	rt.WaitUnprotected(unsafe.Pointer(s))
+	return s.value.Load() // final: no section can add to it any more
+}
+
+func ExampleProtect() {
+	rt, err := runtime.New(runtime.Config{Workers: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	s := new(slot)
+	used, _ := runtime.BlockOn(rt, func(ctx context.Context) (int64, error) {
+		var n int64
+		for range 100 {
+			if s.Use(ctx) {
+				n++
+			}
+		}
+		return n, nil
+	})
+	fmt.Println(used, s.Destroy(rt))
+	fmt.Println(runtime.BlockOn(rt, func(ctx context.Context) (bool, error) { return s.Use(ctx), nil }))
+	// Output:
+	// 100 100
+	// false <nil>
 }

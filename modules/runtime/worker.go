@@ -73,6 +73,9 @@ type worker struct {
 	_         cacheLinePad
 
 	// The owner's: its loop and the tasks it resumes.
+	// hazard is the object the running task announces it uses (see
+	// Hazard); destroyers read it, rarely.
+	hazard   Hazard
 	lifoRuns int // consecutive LIFO runs this tick, bounded by maxLIFORuns
 	// nested is set while a task runs on another task's goroutine
 	// (RunNext); nestedRuns counts such runs since the loop last chose a

@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+func TestProtectOnlyForTheCallingTask(t *testing.T) {
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var x, y int
+	if h := Protect(context.Background(), unsafe.Pointer(&x)); h != nil {
+		t.Fatal("Protect outside a task returned an announcement")
+	}
+	_, _ = BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+		derived, cancel := context.WithCancel(ctx)
+		defer cancel()
+		h := Protect(derived, unsafe.Pointer(&x))
+		if h == nil {
+			t.Fatal("Protect from a task, with a context derived from its own, returned nil")
+		}
+		if Protect(ctx, unsafe.Pointer(&y)) != nil {
+			t.Error("a second Protect on the same worker succeeded: the first announcement would be lost")
+		}
+		// Another task's context, used here, is not the caller's.
+		other := Spawn(ctx, func(ctx context.Context) (context.Context, error) { return ctx, nil })
+		octx, _ := other.Join(ctx)
+		h.Release()
+		if Protect(octx, unsafe.Pointer(&y)) != nil {
+			t.Error("Protect with the context of another, finished task succeeded")
+		}
+		h2 := Protect(ctx, unsafe.Pointer(&y))
+		if h2 == nil {
+			t.Error("Protect after Release returned nil")
+		} else {
+			h2.Release()
+		}
+		return struct{}{}, nil
+	})
+	rt.WaitUnprotected(unsafe.Pointer(&x)) // nothing announces x: returns
+	var nilRT *Runtime
+	nilRT.WaitUnprotected(unsafe.Pointer(&x))
+}
+
+// WaitUnprotected returns only once the announcement is released, from
+// whichever worker made it.
+func TestWaitUnprotectedWaitsForRelease(t *testing.T) {
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var obj int
+	for round := range 20 {
+		var released, returned atomic.Bool
+		protected := make(chan struct{})
+		release := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+				h := Protect(ctx, unsafe.Pointer(&obj))
+				if h == nil {
+					t.Error("Protect returned nil")
+					close(protected)
+					return struct{}{}, nil
+				}
+				close(protected)
+				<-release // holds the worker: a test only
+				released.Store(true)
+				h.Release()
+				return struct{}{}, nil
+			})
+		}()
+		<-protected
+		waited := make(chan struct{})
+		go func() {
+			rt.WaitUnprotected(unsafe.Pointer(&obj))
+			returned.Store(true)
+			if !released.Load() {
+				t.Errorf("round %d: WaitUnprotected returned before Release", round)
+			}
+			close(waited)
+		}()
+		time.Sleep(time.Millisecond)
+		if returned.Load() {
+			t.Fatalf("round %d: WaitUnprotected returned while the object was announced", round)
+		}
+		close(release)
+		<-waited
+		<-done
+	}
+}
