@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
@@ -106,6 +107,35 @@ func (g *fdGuard) incref() bool {
 	}
 }
 
+// protect is incref for a section of a task that neither suspends nor
+// yields (a read from the page cache): it announces g on the task's
+// worker (runtime.Hazard) instead of updating state, whose cache line
+// every worker reading the descriptor would otherwise pass around. It
+// returns nil, and the caller takes a reference instead, when the caller
+// is not a task, when its worker announces something else already, and
+// once Close has begun (incref then fails). The last reference's close
+// waits for every announcement of g to end (unprotected).
+func (g *fdGuard) protect(ctx context.Context) *runtime.Hazard {
+	h := runtime.Protect(ctx, unsafe.Pointer(g))
+	if h == nil {
+		return nil
+	}
+	// After the announcement, which Close's close waits out: either
+	// this load sees guardClosing, or that wait sees the announcement.
+	if s := g.state.Load(); s&guardClosing != 0 || s == 0 {
+		h.Release()
+		return nil
+	}
+	return h
+}
+
+// unprotected returns once no worker announces g (see protect). Close
+// has begun, so no new announcement is used; one under way ends with a
+// system call that does not block.
+func (g *fdGuard) unprotected() {
+	g.rt.WaitUnprotected(unsafe.Pointer(g))
+}
+
 // closing reports whether Close has begun.
 func (g *fdGuard) closing() bool { return g.state.Load()&guardClosing != 0 }
 
@@ -123,6 +153,7 @@ func (g *fdGuard) decref(ctx context.Context) {
 // last reference closes with close(2) on the spot.
 func (g *fdGuard) decrefNow() {
 	if g.state.Add(^uint64(guardRef-1)) == guardClosing {
+		g.unprotected()
 		if ok, err := g.closeFD(); ok {
 			g.closed(err)
 			return
@@ -221,6 +252,7 @@ func (g *fdGuard) closeResult() (bool, error) {
 // is reported to Close and leaves the number alone: at worst the
 // descriptor leaks, which is better than closing somebody else's.
 func (g *fdGuard) destroy(ctx context.Context) {
+	g.unprotected()
 	if ok, err := g.closeFD(); ok {
 		g.closed(err)
 		return

@@ -222,13 +222,25 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathError("readat", f.name, errNegativeOffset)
 	}
-	if !f.guard.incref() {
+	n, tried, eof, held := f.readCached(ctx, b, off)
+	switch {
+	case held:
+		// Deferred, so that a panic (in a ctx's method) cannot keep the
+		// reference and make Close wait for ever.
+		defer f.guard.decref(ctx)
+	case tried:
+		// Read from the page cache under the worker's announcement,
+		// which readCached has ended: the result is final.
+		_ = runtime.ConsumeCurrent(ctx)
+		if eof {
+			return 0, io.EOF
+		}
+		return n, nil
+	case !f.guard.incref():
 		return 0, pathError("read", f.name, fs.ErrClosed)
+	default:
+		defer f.guard.decref(ctx)
 	}
-	// Deferred, so that a panic (in a ctx's method) cannot keep the
-	// reference and make Close wait for ever.
-	defer f.guard.decref(ctx)
-	n, tried, eof := f.readCached(ctx, b, off)
 	var err error
 	switch {
 	case eof:
@@ -250,26 +262,54 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 
 // readCached is ReadAt's fast path for a task: the part of b at off that
 // the page cache holds, read without waiting (preadv2 with RWF_NOWAIT, as
-// transferAll would try first) and without an operation record. It returns
-// how many bytes it read (len(b) when all were cached), whether it tried
-// (so that the general path does not try again), and whether off is at or
-// past the end of the file. It does not try, and returns 0, for a caller
-// that is not a task, an O_DIRECT file, an empty b or an ended ctx; any
-// error of the system call is left for the general path to meet and
-// report. The caller holds a reference.
-func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, tried, eof bool) {
-	if !f.cachedReads || len(b) == 0 || ctx.Err() != nil || !runtime.InTask(ctx) {
-		return 0, false, false
+// transferAll would try first) and without an operation record. It
+// returns how many bytes it read, whether it tried (so that the general
+// path does not try again), and whether off is at or past the end of the
+// file.
+//
+// It reads under the task's worker's announcement of the descriptor
+// (fdGuard.protect), not a reference: the reference count is shared by
+// every worker reading the file, and its cache line bounced between them
+// at every read. When the read is final (all of b, or the end of the
+// file) it returns with held false, and the caller neither holds nor owes
+// a reference. Otherwise (a miss, a short read) it takes a reference for
+// the general path before the announcement ends, and returns held true:
+// the caller must drop it. Close having begun, it returns a miss without
+// a reference (the caller's incref fails).
+//
+// It does not try, and returns 0, for a caller that is not a task, an
+// O_DIRECT file, an empty b or an ended ctx; any error of the system call
+// is left for the general path to meet and report.
+// testHookCachedRead, when set, runs in readCached between the worker's
+// announcement of the descriptor and the read: a test holds the read
+// there while the file is closed.
+var testHookCachedRead func()
+
+func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, tried, eof, held bool) {
+	if !f.cachedReads || len(b) == 0 || ctx.Err() != nil {
+		return 0, false, false, false
+	}
+	h := f.guard.protect(ctx)
+	if h == nil {
+		return 0, false, false, false
+	}
+	if hook := testHookCachedRead; hook != nil {
+		hook()
 	}
 	n, ok := preadNowait(f.guard.fd, b, off)
-	if !ok {
-		return 0, true, false
+	switch {
+	case ok && (n == len(b) || n == 0):
+		h.Release()
+		return n, true, n == 0, false
+	case !ok:
+		n = 0
 	}
-	// Completed without suspending: charge the task's cooperative budget,
-	// as every such faio operation does. The read happened, so its
-	// result stands whatever the budget's yield says.
-	_ = runtime.ConsumeCurrent(ctx)
-	return n, true, n == 0
+	held = f.guard.incref()
+	h.Release()
+	if !held {
+		return 0, false, false, false
+	}
+	return n, true, false, true
 }
 
 // WriteAt writes b at offset off, like os.File.WriteAt: it returns

@@ -1,0 +1,181 @@
+package aio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faio-go/faio/modules/runtime"
+)
+
+// A task's read from the page cache holds no reference but its worker's
+// announcement of the descriptor (fdGuard.protect). Close must still wait
+// for such a read under way: closed early, the descriptor's number would
+// go to the next file opened, and the read would return that file's bytes.
+func TestCloseWaitsForACachedReadUnderWay(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			mine := bytes.Repeat([]byte("A"), 4096)
+			other := filepath.Join(dir, "other")
+			if err := os.WriteFile(filepath.Join(dir, "mine"), mine, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(other, bytes.Repeat([]byte("B"), 4096), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+			var f *File
+			runTask(t, rt, func(ctx context.Context) error {
+				var err error
+				f, err = Open(ctx, filepath.Join(dir, "mine"))
+				return err
+			})
+
+			entered, proceed := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			testHookCachedRead = func() {
+				once.Do(func() {
+					close(entered)
+					<-proceed
+				})
+			}
+			defer func() { testHookCachedRead = nil }()
+
+			type result struct {
+				n   int
+				err error
+				b   []byte
+			}
+			read := make(chan result, 1)
+			go func() {
+				_, _ = runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+					b := make([]byte, len(mine))
+					n, err := f.ReadAt(ctx, b, 0)
+					read <- result{n, err, b}
+					return struct{}{}, nil
+				})
+			}()
+			<-entered
+			closed := make(chan error, 1)
+			go func() { closed <- f.Close(context.Background()) }()
+			select {
+			case err := <-closed:
+				t.Errorf("Close returned (%v) while a read of the descriptor was under way", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			// Numbers Close freed go to these.
+			for range 8 {
+				o, err := os.Open(other)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer o.Close()
+			}
+			close(proceed)
+			var r result
+			within(t, 10*time.Second, "the read", func() { r = <-read })
+			if r.err != nil || r.n != len(mine) || !bytes.Equal(r.b, mine) {
+				t.Errorf("ReadAt = %d, %v, %q...; want %d bytes of the file", r.n, r.err, r.b[:8], len(mine))
+			}
+			within(t, 10*time.Second, "Close", func() {
+				if err := <-closed; err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			runTask(t, rt, func(ctx context.Context) error {
+				if _, err := f.ReadAt(ctx, make([]byte, 1), 0); !errors.Is(err, fs.ErrClosed) {
+					t.Errorf("ReadAt after Close: %v, want fs.ErrClosed", err)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// Reads of one file from tasks on every worker, racing with its Close and
+// with files opened on the numbers it frees, return the file's bytes or
+// fs.ErrClosed, never another file's.
+func TestStressCachedReadsRacingClose(t *testing.T) {
+	dir := t.TempDir()
+	mine := bytes.Repeat([]byte("A"), 4096)
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(filepath.Join(dir, "mine"), mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, bytes.Repeat([]byte("B"), 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 200
+	if testing.Short() {
+		rounds = 40
+	}
+	rt := newRuntime(t, runtime.Config{Workers: 2})
+	total := 0
+	within(t, 60*time.Second, "the rounds", func() {
+		runTask(t, rt, func(ctx context.Context) error {
+			for r := range rounds {
+				f, err := Open(ctx, filepath.Join(dir, "mine"))
+				if err != nil {
+					return err
+				}
+				var hs []*runtime.JoinHandle[int]
+				for range 4 {
+					hs = append(hs, runtime.Spawn(ctx, func(ctx context.Context) (int, error) {
+						b := make([]byte, len(mine))
+						reads := 0
+						for {
+							n, err := f.ReadAt(ctx, b, 0)
+							if errors.Is(err, fs.ErrClosed) {
+								return reads, nil
+							}
+							if err != nil || n != len(b) || !bytes.Equal(b, mine) {
+								return reads, fmt.Errorf("round %d: ReadAt = %d, %v, %q...", r, n, err, b[:8])
+							}
+							reads++
+						}
+					}))
+				}
+				if err := runtime.Yield(ctx); err != nil {
+					return err
+				}
+				if err := f.Close(ctx); err != nil {
+					return err
+				}
+				var opened []*os.File
+				for range 4 {
+					o, err := os.Open(other)
+					if err != nil {
+						return err
+					}
+					opened = append(opened, o)
+				}
+				for _, h := range hs {
+					n, jerr := h.Join(ctx)
+					total += n
+					if jerr != nil && err == nil {
+						err = jerr
+					}
+				}
+				for _, o := range opened {
+					o.Close()
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	t.Logf("%d reads in %d rounds", total, rounds)
+	if total < rounds {
+		t.Errorf("%d reads in %d rounds: the reads did not race with Close", total, rounds)
+	}
+}
