@@ -19,7 +19,9 @@
 // A request's Context ends when the handler returns, and when the client
 // closes or resets the connection while the handler runs, once the
 // request's body has been read, as net/http's does. Watching for the
-// client costs a task and a receive per request, so it starts only when
+// client costs a goroutine and a receive per request (in Go's netpoller,
+// so that a handler waiting for Done in plain Go, which holds its worker,
+// still sees the client go), so it starts only when
 // something asks for the context's Done (a select on it, a context derived
 // with a cancel or a timeout, a faio call that may wait): a handler that
 // never looks pays nothing. Over TLS a client that closes with a
@@ -39,7 +41,9 @@
 // Config.StallThreshold (10 ms by default) with tasks waiting and wakes
 // another worker to take them, so the others see that much extra latency,
 // but the completions of the stuck worker's ring wait until the call
-// returns. Use faio's primitives (faio.Sleep, faio.Mutex, faio channels,
+// returns. Waiting for the client with <-r.Context().Done() holds the
+// worker too, but ends when the client goes whatever holds the workers:
+// the watch for the client waits in Go's netpoller. Use faio's primitives (faio.Sleep, faio.Mutex, faio channels,
 // aio I/O), or run the blocking call with faio.Blocking (runtime.Blocking),
 // which runs it on a goroutine while the task suspends:
 //
@@ -1022,13 +1026,20 @@ func (b *requestBody) Close() error {
 // when the handler returns, and when the client closes or resets the
 // connection while the handler runs, once the request's body has been
 // read (until then the client is still sending). The watch for the client
-// is a task whose Peek waits on the connection: a byte there is the
-// client's next request, which ends the watch and stays for the server to
-// read; an end or an error there cancels the request. It costs a task and
-// a receive, so it starts only once somebody has asked for Done (a select
-// on it, context.AfterFunc, a context derived with a cancel or a timeout,
-// a faio call that may wait): a handler that never looks pays nothing,
-// where net/http starts its background read for every request.
+// is a plain goroutine whose Peek waits on the connection in Go's
+// netpoller: a byte there is the client's next request, which ends the
+// watch and stays for the server to read; an end or an error there
+// cancels the request. It costs a goroutine and a receive, so it starts
+// only once somebody has asked for Done (a select on it,
+// context.AfterFunc, a context derived with a cancel or a timeout, a faio
+// call that may wait): a handler that never looks pays nothing, where
+// net/http starts its background read for every request.
+//
+// The watch is not a task: a handler that waits for Done in plain Go
+// (<-r.Context().Done(), net/http's idiom) holds its worker, and with as
+// many such handlers as workers a task's watch would never have run, nor
+// its receive been reaped from a ring; every one of those handlers waited
+// for ever after its client had gone.
 //
 // Over TLS the watch sees the raw connection: a client that closes with a
 // close_notify alert has sent a byte, and is taken for one that sends its
@@ -1037,12 +1048,12 @@ type requestContext struct {
 	context.Context // WithCancel of the connection task's context
 	cancel          context.CancelFunc
 	conn            *conn
-	task            context.Context // the connection's task, which the watch is spawned under
+	task            context.Context // the connection's task, which waits for the watch to end
 	asked           atomic.Bool     // Done was called (set under mu)
 	mu              sync.Mutex
 	bodyRead        bool // the body is read to its end, or there is none
 	ended           bool // the handler has returned
-	watch           *runtime.JoinHandle[struct{}]
+	watch           *watch
 }
 
 // Value answers http.LocalAddrContextKey with the connection's local
@@ -1085,13 +1096,16 @@ func (r *requestContext) startWatch() {
 	}
 	nc := r.conn.nc.Conn()
 	cancel := r.cancel
-	r.watch = runtime.Spawn(r.task, func(ctx context.Context) (struct{}, error) {
+	ctx, stop := context.WithCancel(context.Background())
+	w := &watch{stop: stop}
+	r.watch = w
+	go func() {
+		defer w.finish()
 		var b [1]byte
 		if n, _ := nc.Peek(ctx, b[:]); n == 0 && ctx.Err() == nil {
 			cancel() // the client went away, or Close or Shutdown closed the connection
 		}
-		return struct{}{}, nil
-	})
+	}()
 }
 
 // end cancels the context once the handler has returned, and ends the
@@ -1100,14 +1114,50 @@ func (r *requestContext) startWatch() {
 func (r *requestContext) end() {
 	r.mu.Lock()
 	r.ended = true
-	h := r.watch
+	w := r.watch
 	r.watch = nil
 	r.mu.Unlock()
 	r.cancel()
-	if h != nil {
-		h.Cancel()
-		h.Join(r.task)
+	if w != nil {
+		w.stop()
+		w.wait(r.task)
 	}
+}
+
+// watch is the goroutine of a request's watch for its client (see
+// requestContext), which the connection's task waits for, suspended.
+type watch struct {
+	stop   context.CancelFunc // ends the watch's Peek
+	mu     sync.Mutex
+	done   bool
+	waiter runtime.Waker
+}
+
+// finish records that the watch's goroutine is done with the connection,
+// and wakes the task waiting for that.
+func (w *watch) finish() {
+	w.mu.Lock()
+	w.done = true
+	wk := w.waiter
+	w.waiter = runtime.Waker{}
+	w.mu.Unlock()
+	wk.Wake()
+}
+
+// wait returns once the watch's goroutine is done with the connection. It
+// suspends the task of task (blocks a plain goroutine), and is not cut
+// short by the task's cancellation: the connection's next read must not
+// race with the watch's Peek, which stop has already ended.
+func (w *watch) wait(task context.Context) {
+	_ = runtime.Suspend(context.WithoutCancel(task), func(wk runtime.Waker) bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.done {
+			return false
+		}
+		w.waiter = wk
+		return true
+	})
 }
 
 // response is the http.ResponseWriter of one request. A body that the

@@ -1,0 +1,79 @@
+package faiohttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/faio-go/faio/modules/aio"
+	"github.com/faio-go/faio/modules/runtime"
+	"go.uber.org/goleak"
+)
+
+// The common net/http idiom of waiting for the client in plain Go,
+// <-r.Context().Done(), holds the handler's worker. When every worker was
+// held so, the watch for the client that would end the wait never ran: it
+// was a task, and its receive waited on a ring that no worker reaped. One
+// worker and one such handler are the plain case: before, the handler
+// waited for ever after its client had gone.
+func TestDoneWaitOnTheOnlyWorkerEndsWhenTheClientGoes(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	rt, err := runtime.New(runtime.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+		goleak.VerifyNone(t, ignore)
+	}()
+	ctx := runtime.WithRuntime(context.Background(), rt)
+	ln, err := aio.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	srv := &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			waiting <- struct{}{}
+			<-r.Context().Done()
+			ended <- r.Context().Err()
+		}),
+		ErrorLog: t.Logf,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() {
+		srv.Close()
+		if err := <-served; !errors.Is(err, ErrServerClosed) {
+			t.Error(err)
+		}
+	}()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case <-waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not start")
+	}
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the handler's context ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler waiting on <-r.Context().Done() did not end within 20 s of its client leaving")
+	}
+}
