@@ -112,11 +112,12 @@ func (g *fdGuard) incref() bool {
 // worker (runtime.Hazard) instead of updating state, whose cache line
 // every worker reading the descriptor would otherwise pass around. It
 // returns nil, and the caller takes a reference instead, when the caller
-// is not a task, when its worker announces something else already, and
-// once Close has begun (incref then fails). The last reference's close
+// is not a task of g's runtime (whose close waits only for the
+// announcements of its own workers), when its worker announces something
+// else already, and once Close has begun (incref then fails). The last reference's close
 // waits for every announcement of g to end (unprotected).
 func (g *fdGuard) protect(ctx context.Context) *runtime.Hazard {
-	h := runtime.Protect(ctx, unsafe.Pointer(g))
+	h := g.rt.Protect(ctx, unsafe.Pointer(g))
 	if h == nil {
 		return nil
 	}

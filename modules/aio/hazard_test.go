@@ -179,3 +179,83 @@ func TestStressCachedReadsRacingClose(t *testing.T) {
 		t.Errorf("%d reads in %d rounds: the reads did not race with Close", total, rounds)
 	}
 }
+
+// A File read by a task of another runtime than its own: the close waits
+// only for the announcements of the File's runtime's workers, so that
+// task must read with a reference. Before, it read under an announcement
+// on its own runtime's worker, Close did not wait for it, and the read
+// returned the bytes of the file opened on the freed number.
+func TestCloseWaitsForACachedReadFromAnotherRuntime(t *testing.T) {
+	dir := t.TempDir()
+	mine := bytes.Repeat([]byte("A"), 4096)
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(filepath.Join(dir, "mine"), mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, bytes.Repeat([]byte("B"), 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rtA := newRuntime(t, runtime.Config{Workers: 1})
+	var f *File
+	runTask(t, rtA, func(ctx context.Context) error {
+		var err error
+		f, err = Open(ctx, filepath.Join(dir, "mine"))
+		return err
+	})
+	rtB := newRuntime(t, runtime.Config{Workers: 1})
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookCachedRead = func() {
+		once.Do(func() {
+			close(entered)
+			<-proceed
+		})
+	}
+	defer func() { testHookCachedRead = nil }()
+	type result struct {
+		n   int
+		err error
+		b   []byte
+	}
+	read := make(chan result, 1)
+	go func() {
+		_, _ = runtime.BlockOn(rtB, func(ctx context.Context) (struct{}, error) {
+			b := make([]byte, len(mine))
+			n, err := f.ReadAt(ctx, b, 0)
+			read <- result{n, err, b}
+			return struct{}{}, nil
+		})
+	}()
+	check := func(r result) {
+		t.Helper()
+		if r.err != nil || r.n != len(mine) || !bytes.Equal(r.b, mine) {
+			t.Errorf("ReadAt = %d, %v, %q...; want %d bytes of the file", r.n, r.err, r.b[:8], len(mine))
+		}
+	}
+	select {
+	case r := <-read:
+		// Read with a reference, as it must be: nothing to race.
+		check(r)
+		if err := f.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+		return
+	case <-entered:
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- f.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Errorf("Close returned (%v) while a task of another runtime read the descriptor", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	for range 8 {
+		o, err := os.Open(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+	}
+	close(proceed)
+	within(t, 10*time.Second, "the read", func() { check(<-read) })
+}

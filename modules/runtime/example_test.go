@@ -356,6 +356,7 @@ func ExampleErrNilContext() {
 // slot is an object that tasks use for short sections without a
 // reference count, and that Destroy frees once no worker announces it.
 type slot struct {
+	rt        *runtime.Runtime
 	destroyed atomic.Bool
 	value     atomic.Int64
 }
@@ -364,9 +365,9 @@ type slot struct {
 // every worker would update: the task's worker announces s for the
 // section, which must not suspend.
 func (s *slot) Use(ctx context.Context) bool {
-	h := runtime.Protect(ctx, unsafe.Pointer(s))
+	h := s.rt.Protect(ctx, unsafe.Pointer(s))
 	if h == nil {
-		return false // not a task: a real program takes a reference here
+		return false // not a task of s.rt: a real program takes a reference here
 	}
 	defer h.Release()
 	if s.destroyed.Load() {
@@ -377,20 +378,20 @@ func (s *slot) Use(ctx context.Context) bool {
 }
 
 // Destroy marks s, then waits out the sections under way.
-func (s *slot) Destroy(rt *runtime.Runtime) int64 {
+func (s *slot) Destroy() int64 {
 	s.destroyed.Store(true)
-	rt.WaitUnprotected(unsafe.Pointer(s))
+	s.rt.WaitUnprotected(unsafe.Pointer(s))
 	return s.value.Load() // final: no section can add to it any more
 }
 
-func ExampleProtect() {
+func ExampleRuntime_Protect() {
 	rt, err := runtime.New(runtime.Config{Workers: 2})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer rt.Close()
-	s := new(slot)
+	s := &slot{rt: rt}
 	used, _ := runtime.BlockOn(rt, func(ctx context.Context) (int64, error) {
 		var n int64
 		for range 100 {
@@ -400,7 +401,7 @@ func ExampleProtect() {
 		}
 		return n, nil
 	})
-	fmt.Println(used, s.Destroy(rt))
+	fmt.Println(used, s.Destroy())
 	fmt.Println(runtime.BlockOn(rt, func(ctx context.Context) (bool, error) { return s.Use(ctx), nil }))
 	// Output:
 	// 100 100

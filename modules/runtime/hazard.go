@@ -17,7 +17,7 @@ import (
 // workers).
 //
 // The protocol is a hazard pointer's. The user publishes the object with
-// Protect, then checks that the object is not being destroyed, and does
+// Runtime.Protect, then checks that the object is not being destroyed, and does
 // not use it if it is. Whoever destroys the object first marks it as being
 // destroyed, then waits with WaitUnprotected until no worker announces it.
 // Both sides use sequentially consistent atomics, so either the user sees
@@ -27,18 +27,24 @@ type Hazard struct {
 }
 
 // Protect announces that the calling task uses p until Release, and
-// returns the announcement. It returns nil when ctx is not, or does not
-// derive from, the context of the calling task, or when the task's worker
-// already announces an object: the caller then takes a reference of
-// another kind. Between Protect and Release the task must not suspend,
-// yield or call anything that might (a Consume, a faio operation); a
+// returns the announcement, which rt.WaitUnprotected(p) waits for. It
+// returns nil when the caller is not a running task of rt (a plain
+// goroutine, a task of another runtime, whose announcement rt would not
+// see), or when the task's worker already announces an object: the caller
+// then takes a reference of another kind. The task is found from ctx,
+// which may derive from its context, or else from the calling coroutine.
+// Between Protect and Release the task must not suspend, yield or call
+// anything that might (a Consume, a faio operation), nor panic: a
 // destroyer waits for Release without suspending.
-func Protect(ctx context.Context, p unsafe.Pointer) *Hazard {
+func (rt *Runtime) Protect(ctx context.Context, p unsafe.Pointer) *Hazard {
+	if rt == nil {
+		return nil
+	}
 	t, ok := ctx.(*Task)
 	if !ok {
 		t = taskFor(ctx)
 	}
-	if t == nil || !t.isRunning() {
+	if t == nil || t.rt != rt || !t.isRunning() {
 		return nil
 	}
 	h := &t.worker.hazard

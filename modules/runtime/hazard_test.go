@@ -15,27 +15,27 @@ func TestProtectOnlyForTheCallingTask(t *testing.T) {
 	}
 	defer rt.Close()
 	var x, y int
-	if h := Protect(context.Background(), unsafe.Pointer(&x)); h != nil {
+	if h := rt.Protect(context.Background(), unsafe.Pointer(&x)); h != nil {
 		t.Fatal("Protect outside a task returned an announcement")
 	}
 	_, _ = BlockOn(rt, func(ctx context.Context) (struct{}, error) {
 		derived, cancel := context.WithCancel(ctx)
 		defer cancel()
-		h := Protect(derived, unsafe.Pointer(&x))
+		h := rt.Protect(derived, unsafe.Pointer(&x))
 		if h == nil {
 			t.Fatal("Protect from a task, with a context derived from its own, returned nil")
 		}
-		if Protect(ctx, unsafe.Pointer(&y)) != nil {
+		if rt.Protect(ctx, unsafe.Pointer(&y)) != nil {
 			t.Error("a second Protect on the same worker succeeded: the first announcement would be lost")
 		}
 		// Another task's context, used here, is not the caller's.
 		other := Spawn(ctx, func(ctx context.Context) (context.Context, error) { return ctx, nil })
 		octx, _ := other.Join(ctx)
 		h.Release()
-		if Protect(octx, unsafe.Pointer(&y)) != nil {
+		if rt.Protect(octx, unsafe.Pointer(&y)) != nil {
 			t.Error("Protect with the context of another, finished task succeeded")
 		}
-		h2 := Protect(ctx, unsafe.Pointer(&y))
+		h2 := rt.Protect(ctx, unsafe.Pointer(&y))
 		if h2 == nil {
 			t.Error("Protect after Release returned nil")
 		} else {
@@ -43,8 +43,31 @@ func TestProtectOnlyForTheCallingTask(t *testing.T) {
 		}
 		return struct{}{}, nil
 	})
-	rt.WaitUnprotected(unsafe.Pointer(&x)) // nothing announces x: returns
+	// A task of another runtime: rt would not see its announcement.
+	other, err := New(Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, _ = BlockOn(other, func(ctx context.Context) (struct{}, error) {
+		if h := rt.Protect(ctx, unsafe.Pointer(&x)); h != nil {
+			h.Release()
+			t.Error("Protect on rt succeeded for a task of another runtime")
+		}
+		// The calling coroutine's own task, found without its context.
+		h := other.Protect(context.Background(), unsafe.Pointer(&x))
+		if h == nil {
+			t.Error("Protect with context.Background from a task of the runtime returned nil")
+		} else {
+			h.Release()
+		}
+		return struct{}{}, nil
+	})
 	var nilRT *Runtime
+	if nilRT.Protect(context.Background(), unsafe.Pointer(&x)) != nil {
+		t.Error("Protect on a nil runtime succeeded")
+	}
+	rt.WaitUnprotected(unsafe.Pointer(&x)) // nothing announces x: returns
 	nilRT.WaitUnprotected(unsafe.Pointer(&x))
 }
 
@@ -65,7 +88,7 @@ func TestWaitUnprotectedWaitsForRelease(t *testing.T) {
 		go func() {
 			defer close(done)
 			_, _ = BlockOn(rt, func(ctx context.Context) (struct{}, error) {
-				h := Protect(ctx, unsafe.Pointer(&obj))
+				h := rt.Protect(ctx, unsafe.Pointer(&obj))
 				if h == nil {
 					t.Error("Protect returned nil")
 					close(protected)
