@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -155,11 +156,16 @@ func TestStressCancelRacesCompletion(t *testing.T) {
 		n = 500
 	}
 	var got, cancelled atomic.Int64
+	// A receive may complete with an earlier write's byte before its own
+	// goroutine has run: the drain below waits for every write.
+	var writers sync.WaitGroup
 	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
 		buf := make([]byte, 1)
 		for i := 0; i < n; i++ {
 			cctx, cancel := context.WithCancel(ctx)
+			writers.Add(1)
 			go func() {
+				defer writers.Done()
 				if i%2 == 0 {
 					unix.Write(b, []byte{1})
 				}
@@ -182,6 +188,7 @@ func TestStressCancelRacesCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Drain what the cancelled receives left in the socket.
+	writers.Wait()
 	unix.SetNonblock(a, true)
 	left := 0
 	for {
