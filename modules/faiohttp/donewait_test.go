@@ -1,8 +1,10 @@
 package faiohttp
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -75,5 +77,75 @@ func TestDoneWaitOnTheOnlyWorkerEndsWhenTheClientGoes(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the handler waiting on <-r.Context().Done() did not end within 20 s of its client leaving")
+	}
+}
+
+// Many requests ask for Done and end before their watch starts, others
+// wait for their client to go, from connections served at once: every
+// fast one is answered, every waiting one ends when its client closes,
+// and no watch is left behind (newRuntime's goroutine leak check).
+func TestWatchesOfManyRequests(t *testing.T) {
+	const conns, fast = 16, 50
+	ended := make(chan error, conns)
+	waiting := make(chan struct{}, conns)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/fast", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.Context().Done()
+		io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/wait", func(w http.ResponseWriter, r *http.Request) {
+		waiting <- struct{}{}
+		if err := runtime.Sleep(r.Context(), 20*time.Second); err == nil {
+			ended <- errors.New("slept 20 s after the client left")
+			return
+		}
+		ended <- r.Context().Err()
+	})
+	addr, _ := startFaio(t, mux, nil)
+	errs := make(chan error, conns)
+	for range conns {
+		go func() {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for range fast {
+				io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || string(b) != "ok" {
+					errs <- fmt.Errorf("fast request: %q, %v", b, err)
+					return
+				}
+			}
+			io.WriteString(c, "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+			<-waiting
+			time.Sleep(5 * time.Millisecond) // past watchDelay: the watch has begun
+			errs <- nil
+		}()
+	}
+	for range conns {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(20 * time.Second)
+	for i := range conns {
+		select {
+		case err := <-ended:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("a waiting handler ended with %v, want context.Canceled", err)
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d waiting handlers ended within 20 s of their clients leaving", i, conns)
+		}
 	}
 }
