@@ -22,47 +22,15 @@ import (
 func TestCloseWaitsForACachedReadUnderWay(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			mine := bytes.Repeat([]byte("A"), 4096)
-			other := filepath.Join(dir, "other")
-			if err := os.WriteFile(filepath.Join(dir, "mine"), mine, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(other, bytes.Repeat([]byte("B"), 4096), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			mine, minePath, other := cachedReadFiles(t)
 			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
 			var f *File
 			runTask(t, rt, func(ctx context.Context) error {
 				var err error
-				f, err = Open(ctx, filepath.Join(dir, "mine"))
+				f, err = Open(ctx, minePath)
 				return err
 			})
-
-			entered, proceed := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			testHookCachedRead = func() {
-				once.Do(func() {
-					close(entered)
-					<-proceed
-				})
-			}
-			defer func() { testHookCachedRead = nil }()
-
-			type result struct {
-				n   int
-				err error
-				b   []byte
-			}
-			read := make(chan result, 1)
-			go func() {
-				_, _ = runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
-					b := make([]byte, len(mine))
-					n, err := f.ReadAt(ctx, b, 0)
-					read <- result{n, err, b}
-					return struct{}{}, nil
-				})
-			}()
+			entered, proceed, read := heldCachedRead(t, rt, f, len(mine))
 			<-entered
 			closed := make(chan error, 1)
 			go func() { closed <- f.Close(context.Background()) }()
@@ -80,7 +48,7 @@ func TestCloseWaitsForACachedReadUnderWay(t *testing.T) {
 				defer o.Close()
 			}
 			close(proceed)
-			var r result
+			var r readResult
 			within(t, 10*time.Second, "the read", func() { r = <-read })
 			if r.err != nil || r.n != len(mine) || !bytes.Equal(r.b, mine) {
 				t.Errorf("ReadAt = %d, %v, %q...; want %d bytes of the file", r.n, r.err, r.b[:8], len(mine))
@@ -104,15 +72,7 @@ func TestCloseWaitsForACachedReadUnderWay(t *testing.T) {
 // with files opened on the numbers it frees, return the file's bytes or
 // fs.ErrClosed, never another file's.
 func TestStressCachedReadsRacingClose(t *testing.T) {
-	dir := t.TempDir()
-	mine := bytes.Repeat([]byte("A"), 4096)
-	other := filepath.Join(dir, "other")
-	if err := os.WriteFile(filepath.Join(dir, "mine"), mine, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(other, bytes.Repeat([]byte("B"), 4096), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mine, minePath, other := cachedReadFiles(t)
 	rounds := 200
 	if testing.Short() {
 		rounds = 40
@@ -122,7 +82,7 @@ func TestStressCachedReadsRacingClose(t *testing.T) {
 	within(t, 60*time.Second, "the rounds", func() {
 		runTask(t, rt, func(ctx context.Context) error {
 			for r := range rounds {
-				f, err := Open(ctx, filepath.Join(dir, "mine"))
+				f, err := Open(ctx, minePath)
 				if err != nil {
 					return err
 				}
@@ -186,47 +146,17 @@ func TestStressCachedReadsRacingClose(t *testing.T) {
 // on its own runtime's worker, Close did not wait for it, and the read
 // returned the bytes of the file opened on the freed number.
 func TestCloseWaitsForACachedReadFromAnotherRuntime(t *testing.T) {
-	dir := t.TempDir()
-	mine := bytes.Repeat([]byte("A"), 4096)
-	other := filepath.Join(dir, "other")
-	if err := os.WriteFile(filepath.Join(dir, "mine"), mine, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(other, bytes.Repeat([]byte("B"), 4096), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mine, minePath, other := cachedReadFiles(t)
 	rtA := newRuntime(t, runtime.Config{Workers: 1})
 	var f *File
 	runTask(t, rtA, func(ctx context.Context) error {
 		var err error
-		f, err = Open(ctx, filepath.Join(dir, "mine"))
+		f, err = Open(ctx, minePath)
 		return err
 	})
 	rtB := newRuntime(t, runtime.Config{Workers: 1})
-	entered, proceed := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	testHookCachedRead = func() {
-		once.Do(func() {
-			close(entered)
-			<-proceed
-		})
-	}
-	defer func() { testHookCachedRead = nil }()
-	type result struct {
-		n   int
-		err error
-		b   []byte
-	}
-	read := make(chan result, 1)
-	go func() {
-		_, _ = runtime.BlockOn(rtB, func(ctx context.Context) (struct{}, error) {
-			b := make([]byte, len(mine))
-			n, err := f.ReadAt(ctx, b, 0)
-			read <- result{n, err, b}
-			return struct{}{}, nil
-		})
-	}()
-	check := func(r result) {
+	entered, proceed, read := heldCachedRead(t, rtB, f, len(mine))
+	check := func(r readResult) {
 		t.Helper()
 		if r.err != nil || r.n != len(mine) || !bytes.Equal(r.b, mine) {
 			t.Errorf("ReadAt = %d, %v, %q...; want %d bytes of the file", r.n, r.err, r.b[:8], len(mine))
@@ -258,4 +188,54 @@ func TestCloseWaitsForACachedReadFromAnotherRuntime(t *testing.T) {
 	}
 	close(proceed)
 	within(t, 10*time.Second, "the read", func() { check(<-read) })
+}
+
+// cachedReadFiles writes two 4 KiB files to a temporary directory: "mine",
+// of As, which the tests read, and "other", of Bs, which they open on the
+// numbers a Close frees. It returns the first's contents and both paths.
+func cachedReadFiles(t *testing.T) (mine []byte, minePath, otherPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	mine = bytes.Repeat([]byte("A"), 4096)
+	minePath, otherPath = filepath.Join(dir, "mine"), filepath.Join(dir, "other")
+	if err := os.WriteFile(minePath, mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(otherPath, bytes.Repeat([]byte("B"), 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return mine, minePath, otherPath
+}
+
+// readResult is what a ReadAt returned.
+type readResult struct {
+	n   int
+	err error
+	b   []byte
+}
+
+// heldCachedRead reads n bytes of f at 0 from a task of rt, holding the
+// first cached read between its announcement and its system call until
+// proceed is closed: entered closes when the read is held there, and the
+// result arrives on read.
+func heldCachedRead(t *testing.T, rt *runtime.Runtime, f *File, n int) (entered, proceed chan struct{}, read chan readResult) {
+	entered, proceed = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookCachedRead = func() {
+		once.Do(func() {
+			close(entered)
+			<-proceed
+		})
+	}
+	t.Cleanup(func() { testHookCachedRead = nil })
+	read = make(chan readResult, 1)
+	go func() {
+		_, _ = runtime.BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			b := make([]byte, n)
+			n, err := f.ReadAt(ctx, b, 0)
+			read <- readResult{n, err, b}
+			return struct{}{}, nil
+		})
+	}()
+	return entered, proceed, read
 }
