@@ -21,10 +21,11 @@
 // request's body has been read, as net/http's does. Watching for the
 // client costs a goroutine and a receive per request (in Go's netpoller,
 // so that a handler waiting for Done in plain Go, which holds its worker,
-// still sees the client go), so it starts only when
-// something asks for the context's Done (a select on it, a context derived
-// with a cancel or a timeout, a faio call that may wait): a handler that
-// never looks pays nothing. Over TLS a client that closes with a
+// still sees the client go), so it starts only when something asks for
+// the context's Done (a select on it, a context derived with a cancel or a
+// timeout, a faio call that may wait), and only for a request still
+// running 1 to 2 ms later: a handler that never looks, or ends sooner,
+// pays next to nothing. Over TLS a client that closes with a
 // close_notify alert is taken for one that sends its next request, so its
 // request's context does not end then. The connection's I/O runs on the
 // io_uring of the task's worker, the task suspending while it waits.
