@@ -32,21 +32,7 @@ func TestCloseWaitsForACachedReadUnderWay(t *testing.T) {
 			})
 			entered, proceed, read := heldCachedRead(t, rt, f, len(mine))
 			<-entered
-			closed := make(chan error, 1)
-			go func() { closed <- f.Close(context.Background()) }()
-			select {
-			case err := <-closed:
-				t.Errorf("Close returned (%v) while a read of the descriptor was under way", err)
-			case <-time.After(100 * time.Millisecond):
-			}
-			// Numbers Close freed go to these.
-			for range 8 {
-				o, err := os.Open(other)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer o.Close()
-			}
+			closed := closeUnderRead(t, f, other, "a read of the descriptor")
 			close(proceed)
 			var r readResult
 			within(t, 10*time.Second, "the read", func() { r = <-read })
@@ -172,20 +158,7 @@ func TestCloseWaitsForACachedReadFromAnotherRuntime(t *testing.T) {
 		return
 	case <-entered:
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- f.Close(context.Background()) }()
-	select {
-	case err := <-closed:
-		t.Errorf("Close returned (%v) while a task of another runtime read the descriptor", err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	for range 8 {
-		o, err := os.Open(other)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
-	}
+	closeUnderRead(t, f, other, "a cached read by a task of another runtime")
 	close(proceed)
 	within(t, 10*time.Second, "the read", func() { check(<-read) })
 }
@@ -238,4 +211,29 @@ func heldCachedRead(t *testing.T, rt *runtime.Runtime, f *File, n int) (entered,
 		})
 	}()
 	return entered, proceed, read
+}
+
+// closeUnderRead closes f from a goroutine while a read of it is held
+// (heldCachedRead), fails the test if Close returns within 100 ms (what
+// says what the read is), and then opens otherPath 8 times, so that the
+// numbers an early close freed go to another file; those close with the
+// test. The returned channel gets Close's result.
+func closeUnderRead(t *testing.T, f *File, otherPath, what string) <-chan error {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- f.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Errorf("Close returned (%v) while %s was under way", err, what)
+		closed <- err
+	case <-time.After(100 * time.Millisecond):
+	}
+	for range 8 {
+		o, err := os.Open(otherPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+	}
+	return closed
 }
