@@ -242,11 +242,15 @@ func (t *Task) execute() {
 // task with a *PanicError, unless the policy is PanicCrash.
 func (t *Task) run(c *coro) {
 	if t.rt.cfg.PanicPolicy == PanicCrash {
+		// A panic ends the process; a Goexit passes through the
+		// deferred call.
+		defer t.worker.hazard.end()
 		t.body.run(t)
 		c.yieldReason = reasonDone
 		return
 	}
 	defer func() {
+		t.worker.hazard.end()
 		if r := recover(); r != nil {
 			t.body.fail(&PanicError{Value: r, Stack: debug.Stack()})
 		}

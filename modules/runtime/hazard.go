@@ -34,8 +34,9 @@ type Hazard struct {
 // then takes a reference of another kind. The task is found from ctx,
 // which may derive from its context, or else from the calling coroutine.
 // Between Protect and Release the task must not suspend, yield or call
-// anything that might (a Consume, a faio operation), nor panic: a
-// destroyer waits for Release without suspending.
+// anything that might (a Consume, a faio operation): a destroyer waits for
+// Release without suspending. A task that ends inside its section (returns,
+// panics, calls runtime.Goexit) ends its announcement with it.
 func (rt *Runtime) Protect(ctx context.Context, p unsafe.Pointer) *Hazard {
 	if rt == nil {
 		return nil
@@ -58,6 +59,15 @@ func (rt *Runtime) Protect(ctx context.Context, p unsafe.Pointer) *Hazard {
 // Release ends the announcement Protect made.
 func (h *Hazard) Release() {
 	h.p.Store(nil)
+}
+
+// end ends an announcement that the task which made it never released: the
+// task has ended (returned, panicked, or called runtime.Goexit) inside its
+// section. Destroyers waiting for it would otherwise wait for ever.
+func (h *Hazard) end() {
+	if h.p.Load() != nil {
+		h.p.Store(nil)
+	}
 }
 
 // WaitUnprotected returns once no worker of rt announces p. The caller

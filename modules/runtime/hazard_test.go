@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,5 +120,50 @@ func TestWaitUnprotectedWaitsForRelease(t *testing.T) {
 		close(release)
 		<-waited
 		<-done
+	}
+}
+
+// A task that ends inside its section, by returning, panicking or calling
+// runtime.Goexit, ends its announcement: a destroyer waiting for it
+// would otherwise wait for ever.
+func TestTaskThatEndsInsideItsSectionEndsItsAnnouncement(t *testing.T) {
+	for _, policy := range []PanicPolicy{PanicReturn, PanicCrash} {
+		rt, err := New(Config{Workers: 1, PanicPolicy: policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends := map[string]func(){
+			"return": func() {},
+			"panic":  func() { panic("inside the section") },
+			"Goexit": goruntime.Goexit,
+		}
+		for how, end := range ends {
+			if how == "panic" && policy == PanicCrash {
+				continue // it would end the test's process
+			}
+			var obj int
+			task := SpawnOn(rt, func(ctx context.Context) (struct{}, error) {
+				if rt.Protect(ctx, unsafe.Pointer(&obj)) == nil {
+					return struct{}{}, errors.New("Protect returned nil")
+				}
+				end()
+				return struct{}{}, nil
+			})
+			_, err := task.Join(context.Background())
+			if how == "return" && err != nil {
+				t.Fatalf("policy %d, %s: %v", policy, how, err)
+			}
+			waited := make(chan struct{})
+			go func() {
+				rt.WaitUnprotected(unsafe.Pointer(&obj))
+				close(waited)
+			}()
+			select {
+			case <-waited:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("policy %d: a task that ended by %s inside its section left its announcement: WaitUnprotected waits for ever", policy, how)
+			}
+		}
+		rt.Close()
 	}
 }
