@@ -230,10 +230,16 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 		defer f.guard.decref(ctx)
 	case tried:
 		// Read from the page cache under the worker's announcement,
-		// which readCached has ended: the result is final.
+		// which readCached has ended: the result is final, or
+		// Close has begun and it is all there is.
 		_ = runtime.ConsumeCurrent(ctx)
-		if eof {
+		switch {
+		case eof:
 			return 0, io.EOF
+		case n < len(b):
+			// Close began before the rest could be read; the part
+			// read is reported, not lost.
+			return n, pathError("read", f.name, fs.ErrClosed)
 		}
 		return n, nil
 	case !f.guard.incref():
@@ -260,6 +266,11 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 	return n, err
 }
 
+// testHookCachedRead, when set, runs in readCached between the worker's
+// announcement of the descriptor and the read: a test holds the read
+// there while the file is closed.
+var testHookCachedRead func()
+
 // readCached is ReadAt's fast path for a task: the part of b at off that
 // the page cache holds, read without waiting (preadv2 with RWF_NOWAIT, as
 // transferAll would try first) and without an operation record. It
@@ -274,16 +285,13 @@ func (f *File) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
 // file) it returns with held false, and the caller neither holds nor owes
 // a reference. Otherwise (a miss, a short read) it takes a reference for
 // the general path before the announcement ends, and returns held true:
-// the caller must drop it. Close having begun, it returns a miss without
-// a reference (the caller's incref fails).
+// the caller must drop it. Close having begun, it returns what it read
+// with tried true and held false, short of b, for ReadAt to report with
+// ErrClosed.
 //
 // It does not try, and returns 0, for a caller that is not a task, an
 // O_DIRECT file, an empty b or an ended ctx; any error of the system call
 // is left for the general path to meet and report.
-// testHookCachedRead, when set, runs in readCached between the worker's
-// announcement of the descriptor and the read: a test holds the read
-// there while the file is closed.
-var testHookCachedRead func()
 
 func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, tried, eof, held bool) {
 	if !f.cachedReads || len(b) == 0 || ctx.Err() != nil {
@@ -306,10 +314,9 @@ func (f *File) readCached(ctx context.Context, b []byte, off int64) (n int, trie
 	}
 	held = f.guard.incref()
 	h.Release()
-	if !held {
-		return 0, false, false, false
-	}
-	return n, true, false, true
+	// Close has begun if !held: the n bytes read are the caller's, with
+	// ReadAt's ErrClosed for the rest.
+	return n, true, false, held
 }
 
 // WriteAt writes b at offset off, like os.File.WriteAt: it returns

@@ -54,6 +54,41 @@ func TestCloseWaitsForACachedReadUnderWay(t *testing.T) {
 	}
 }
 
+// A read that Close interrupts after part of it was read reports that part
+// with fs.ErrClosed, as an io.ReaderAt may (n < len(b) with an error):
+// the bytes in b are the file's, and the count says so. It used to
+// return 0, dropping what it had read.
+func TestReadShortenedByCloseReportsWhatItRead(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend.String(), func(t *testing.T) {
+			mine, minePath, other := cachedReadFiles(t)
+			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+			var f *File
+			runTask(t, rt, func(ctx context.Context) error {
+				var err error
+				f, err = Open(ctx, minePath)
+				return err
+			})
+			// Past the end: the cached read is short, and the rest
+			// would need a reference, which Close refuses.
+			entered, proceed, read := heldCachedRead(t, rt, f, 2*len(mine))
+			<-entered
+			closed := closeUnderRead(t, f, other, "a read of the descriptor")
+			close(proceed)
+			var r readResult
+			within(t, 10*time.Second, "the read", func() { r = <-read })
+			if !errors.Is(r.err, fs.ErrClosed) || r.n != len(mine) || !bytes.Equal(r.b[:len(mine)], mine) {
+				t.Errorf("ReadAt = %d, %v, %q...; want %d bytes of the file and fs.ErrClosed", r.n, r.err, r.b[:8], len(mine))
+			}
+			within(t, 10*time.Second, "Close", func() {
+				if err := <-closed; err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+		})
+	}
+}
+
 // Reads of one file from tasks on every worker, racing with its Close and
 // with files opened on the numbers it frees, return the file's bytes or
 // fs.ErrClosed, never another file's.
