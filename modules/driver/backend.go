@@ -132,6 +132,9 @@ func (p *Portable[T]) Start(Op, T, uint64) OpID {
 // Reap returns 0: nothing completes on a portable driver.
 func (p *Portable[T]) Reap() int { return 0 }
 
+// TryReap reports false: there is nothing to reap for another worker.
+func (p *Portable[T]) TryReap() (int, bool) { return 0, false }
+
 // Cancel does nothing: no operation is ever in flight.
 func (p *Portable[T]) Cancel(OpID) {}
 

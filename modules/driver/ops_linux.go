@@ -86,6 +86,8 @@ func opID(i int32, gen uint32) OpID { return OpID(uint64(i)<<recordGenBits | uin
 // receives the completion. Start never fails for a full submission queue:
 // it submits (and reaps) until an entry is free. It panics after Close.
 func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	i := r.recs.alloc()
 	rec := &r.recs.recs[i]
 	rec.owner, rec.ownerGen, rec.op = owner, gen, op

@@ -69,8 +69,9 @@ type RingConfig[T any] struct {
 	// waiting for a slow peer must not hold up the others.
 	FileIOThreads int
 	// Done receives each operation's completion, on the owner's goroutine
-	// during Reap or Wait, with the owner and generation given to Start;
-	// it reports whether that made the owner runnable (Reap counts them).
+	// during Reap or Wait (or on a peer's, during TryReap), with the owner
+	// and generation given to Start; it reports whether that made the
+	// owner runnable (Reap counts them). It must not call the Ring.
 	Done func(owner T, gen uint64, r Result) bool
 	// Failed receives passing io_uring_enter errors (a signal, the kernel
 	// short of memory); the next enter retries. A failure that says the
@@ -102,7 +103,8 @@ const retryAfter = time.Millisecond
 
 // Ring is a worker's io_uring: the ring its operations run on, and the
 // place the worker sleeps until a completion or a Wake. Every method but
-// Wake and Cancel belongs to the owning worker's goroutine.
+// Wake, Cancel, TryReap and the counters belongs to the owning worker's
+// goroutine.
 //
 // How the worker sleeps depends on the ring. A ring not tied to a thread
 // (no DEFER_TASKRUN or SINGLE_ISSUER; COOP_TASKRUN is fine) parks its worker in
@@ -120,7 +122,13 @@ const retryAfter = time.Millisecond
 type Ring[T any] struct {
 	cfg  RingConfig[T]
 	ring *uring.Ring
-	efd  int
+	// mu guards the ring's use: the submission queue, the records and the
+	// completion queue. The owner holds it in its methods, uncontended
+	// but while a peer reaps the ring for it (TryReap), and not while it
+	// sleeps. closed says Close has run, under mu.
+	mu     sync.Mutex
+	closed bool
+	efd    int
 	// efdBuf receives the eventfd counter. It lives in the Ring's heap
 	// object, referenced for the ring's whole life, so the kernel's write
 	// into it is always into live, unmoving memory.
@@ -340,6 +348,48 @@ func (r *Ring[T]) Wake() {
 // Reap handles every ready completion without blocking, submits what is
 // prepared, and returns how many completions made their owner runnable.
 func (r *Ring[T]) Reap() int {
+	if r.closed {
+		return 0 // only the owner closes, and it has
+	}
+	if r.cancelN.Load() == 0 && !r.unsubmitted.Load() {
+		// Nothing to do is found without the lock, from the words the
+		// kernel shares (a peer's TryReap moves the ring's own view of
+		// them under the lock); a completion posted meanwhile is as
+		// one posted just after.
+		if posted, held := r.ring.CQPending(); posted == 0 && !held {
+			return 0
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reap()
+}
+
+// TryReap is Reap for a goroutine other than the owner's, for an owner
+// that cannot reap: a worker held by a task blocked in plain Go. It
+// reports false, having done nothing, when the owner is using the ring,
+// when the ring is closed, and for a ring whose completions only its
+// owner's thread may reap (thread-bound, or one that sleeps in
+// io_uring_enter). cfg.Done then runs on the caller's goroutine.
+//
+// The kernel posts a completion that needs work in the submitting thread
+// (a receive the socket made wait, with SetupCoopTaskrun) only when that
+// thread runs: a thread that Go gave other goroutines, or put to sleep,
+// does; one the OS has descheduled does not, and TryReap cannot help
+// there.
+func (r *Ring[T]) TryReap() (int, bool) {
+	if r.threadBound() || r.efdFile == nil || !r.mu.TryLock() {
+		return 0, false
+	}
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, false
+	}
+	return r.reap(), true
+}
+
+// reap is Reap under mu.
+func (r *Ring[T]) reap() int {
 	r.processCancels()
 	if r.ring.CQReady() == 0 && r.ring.SQReady() == 0 && !r.ring.CQHeld() {
 		return 0
@@ -377,6 +427,10 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 		r.pollWait(timeout)
 		return
 	}
+	// This ring sleeps in io_uring_enter, which TryReap leaves alone:
+	// holding mu while it sleeps keeps no peer out.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.efdArmed {
 		_ = r.armWake()
 	}
@@ -391,7 +445,7 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 			r.enterFailed(err)
 		}
 	}
-	r.Reap()
+	r.reap()
 }
 
 // pollWait is Wait for a worker that parks in the netpoller: it submits,
@@ -409,23 +463,30 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 // in flight (scheduling only) leaves the signals on: there is nothing to
 // save, and its sleeps need no bound.
 func (r *Ring[T]) pollWait(timeout time.Duration) {
+	r.mu.Lock()
 	r.submit()
-	if r.ring.SQReady() > 0 && r.cfg.SQPollIdle == 0 && (timeout < 0 || timeout > retryAfter) {
+	left, inFlight, waiting := r.ring.SQReady() > 0, r.recs.inFlight, cqWaiting(r.ring)
+	r.mu.Unlock()
+	if left && r.cfg.SQPollIdle == 0 && (timeout < 0 || timeout > retryAfter) {
 		// The kernel did not take them (see submit): retry soon.
 		timeout = retryAfter
 	}
-	if timeout != 0 && !cqWaiting(r.ring) {
-		r.park(timeout)
+	if timeout != 0 && !waiting {
+		r.park(timeout, inFlight > 0)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.quiet && r.recs.inFlight > 0 && r.ring.SetEventFdSignals(false) {
 		r.quiet = true
 	}
-	r.Reap()
+	r.reap()
 }
 
 // park sleeps in the netpoller until a signal, a Wake or timeout (< 0: no
 // limit), turning the eventfd's signals back on first if they are off.
-func (r *Ring[T]) park(timeout time.Duration) {
+// busy says operations were in flight when the worker decided to sleep.
+// It runs without mu: quiet and the signals are the owner's alone.
+func (r *Ring[T]) park(timeout time.Duration, busy bool) {
 	var deadline time.Time // zero: none
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -436,7 +497,7 @@ func (r *Ring[T]) park(timeout time.Duration) {
 		if cqWaiting(r.ring) {
 			return
 		}
-		if r.recs.inFlight > 0 && (timeout < 0 || timeout > signalRace) &&
+		if busy && (timeout < 0 || timeout > signalRace) &&
 			(r.sleep(time.Now().Add(signalRace)) || cqWaiting(r.ring)) {
 			return
 		}
@@ -509,6 +570,8 @@ func (e *RingError) Unwrap() error { return e.Err }
 // (a ring that sleeps in the netpoller has none). Called once the worker
 // has left its loop.
 func (r *Ring[T]) Quiesce() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for tries := 0; r.efdArmed && tries < 100; tries++ {
 		r.Wake()
 		_, _ = r.ring.SubmitAndWaitTimeout(1, 10*time.Millisecond)
@@ -518,7 +581,10 @@ func (r *Ring[T]) Quiesce() {
 
 // Close closes the ring and the eventfd; later Wakes do nothing.
 func (r *Ring[T]) Close() {
+	r.mu.Lock()
+	r.closed = true
 	r.ring.Close()
+	r.mu.Unlock()
 	r.efdMu.Lock()
 	defer r.efdMu.Unlock()
 	if r.efd >= 0 {
@@ -556,4 +622,8 @@ func (r *Ring[T]) Stranded() int {
 }
 
 // InFlight returns the number of operations started and not yet completed.
-func (r *Ring[T]) InFlight() int { return r.recs.inFlight }
+func (r *Ring[T]) InFlight() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.recs.inFlight
+}

@@ -931,3 +931,103 @@ func TestStrandedFromAnotherGoroutine(t *testing.T) {
 		t.Fatalf("after Wait: Stranded = %d", n)
 	}
 }
+
+// A peer's TryReap races the owner's Start, Reap and Wait: every
+// operation completes exactly once, through one or the other, and the race
+// detector sees the ring's state only under its lock.
+func TestTryReapRacesTheOwner(t *testing.T) {
+	const ops = 20000
+	var mu sync.Mutex
+	seen := make(map[uint64]int, ops)
+	var byPeer atomic.Int64
+	var peer atomic.Bool // set while the peer's TryReap runs Done
+	r, err := NewRing(RingConfig[string]{
+		Entries: 64, SubmitBatch: 8,
+		Done: func(_ string, gen uint64, _ Result) bool {
+			mu.Lock()
+			seen[gen]++
+			mu.Unlock()
+			return true
+		},
+	})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	defer r.Close()
+	stop := make(chan struct{})
+	peerDone := make(chan struct{})
+	go func() {
+		defer close(peerDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			peer.Store(true)
+			if n, ok := r.TryReap(); ok {
+				byPeer.Add(int64(n))
+			}
+			peer.Store(false)
+			runtime.Gosched()
+		}
+	}()
+	for i := range uint64(ops) {
+		r.Start(nopOp{}, "nop", i)
+		if i%16 == 0 {
+			r.Reap()
+		}
+		if i%1024 == 0 {
+			r.Wait(0)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == ops {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d operations completed after 10 s", n, ops)
+		}
+		r.Wait(10 * time.Millisecond)
+	}
+	close(stop)
+	<-peerDone
+	for gen, n := range seen {
+		if n != 1 {
+			t.Fatalf("operation %d completed %d times", gen, n)
+		}
+	}
+	if r.InFlight() != 0 {
+		t.Errorf("InFlight = %d after every completion", r.InFlight())
+	}
+	t.Logf("%d of %d completions reaped by the peer", byPeer.Load(), ops)
+}
+
+// TryReap refuses a closed ring, and a ring whose completions belong to
+// one thread.
+func TestTryReapRefuses(t *testing.T) {
+	r, err := NewRing(RingConfig[string]{Entries: 8, SubmitBatch: 1, Done: func(string, uint64, Result) bool { return true }})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	r.Start(nopOp{}, "nop", 1)
+	if n, ok := r.TryReap(); !ok || n != 1 {
+		t.Errorf("TryReap of an open ring with a completion = %d, %v; want 1, true", n, ok)
+	}
+	r.Close()
+	if _, ok := r.TryReap(); ok {
+		t.Error("TryReap of a closed ring succeeded")
+	}
+	tb, err := NewRing(RingConfig[string]{Entries: 8, Flags: uring.SetupSingleIssuer, Done: func(string, uint64, Result) bool { return true }})
+	if err != nil {
+		t.Skipf("no SINGLE_ISSUER ring: %v", err)
+	}
+	defer tb.Close()
+	if _, ok := tb.TryReap(); ok {
+		t.Error("TryReap of a thread-bound ring succeeded")
+	}
+}

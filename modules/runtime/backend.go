@@ -73,6 +73,7 @@ type engine interface {
 	Wait(timeout time.Duration)
 	Wake()
 	Reap() int
+	TryReap() (int, bool) // from a peer: see driver.Ring.TryReap
 	Start(op Op, t *Task, gen uint64) driver.OpID
 	Cancel(id driver.OpID)
 	CancelPending() bool

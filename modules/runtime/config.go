@@ -97,10 +97,13 @@ type Config struct {
 	// submitted) before the watchdog counts a stall, reports it to OnStall
 	// and wakes a sleeping worker to steal the waiting tasks and fire the
 	// timers, again at every sample for as long as the stall lasts with
-	// work waiting (tasks woken onto the held worker meanwhile); the
-	// ring's work only its own worker can take on, and it waits until
-	// the task returns to the loop (default 10 ms, at least
-	// MinStallThreshold; negative disables the watchdog). The watchdog
+	// work waiting (tasks woken onto the held worker meanwhile). The
+	// peer also reaps the held worker's ring and submits what it
+	// prepared, as Go hands a P blocked in a system call to another
+	// thread, and the tasks that wakes run on the peer; a pinned
+	// worker's ring belongs to its thread and waits for the task.
+	// Default 10 ms, at least MinStallThreshold; negative disables the
+	// watchdog. The watchdog
 	// samples the workers every half threshold while any is awake and
 	// sleeps while all are: idle, it costs no CPU; busy, a sample costs a
 	// few loads per worker.

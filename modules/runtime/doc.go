@@ -115,9 +115,11 @@
 // computation, a mutex from package sync) holds its worker: the tasks
 // queued behind it wait. A watchdog notices a worker stuck on one task
 // while others wait (Config.StallThreshold), counts it in Stats, reports it
-// to Config.OnStall and wakes another worker to steal the waiting tasks;
-// but the blocked worker itself is lost until the call returns; on pinned
-// workers the tasks that share it wait too, however long. Use the faio
+// to Config.OnStall and wakes another worker to steal the waiting tasks
+// and to reap the blocked worker's ring (the completions of operations
+// that other tasks started there); but the blocked worker itself is lost
+// until the call returns; on pinned workers the tasks that share it, and
+// its ring, wait too, however long. Use the faio
 // equivalents, or call blocking code (http.Client.Do, cgo, package sync)
 // through Blocking, which runs it on a goroutine of its own while the task
 // is suspended. Do not hold such a mutex across a faio wait: a

@@ -29,6 +29,7 @@ type Stats struct {
 	Stalls        uint64 // stalls seen by the watchdog
 	Coroutines    uint64 // coroutines created (the rest were reused)
 	PeerTimers    uint64 // timers fired by a worker for an overdue peer
+	PeerReaps     uint64 // reaps of a stuck worker's ring by another worker
 	PerWorker     []WorkerStats
 }
 
@@ -77,6 +78,7 @@ func (rt *Runtime) Stats() Stats {
 		s.IOCompleted += done
 		s.Coroutines += ws.corosCreated.Load()
 		s.PeerTimers += ws.peerTimers.Load()
+		s.PeerReaps += ws.peerReaps.Load()
 		s.PerWorker[i] = WorkerStats{
 			Polls:  ws.polls.Load(),
 			Steals: ws.steals.Load(),

@@ -111,6 +111,7 @@ func (e *modelEngine) processCancels() {
 func (e *modelEngine) Wait(time.Duration)                    {}
 func (e *modelEngine) Wake()                                 {}
 func (e *modelEngine) Reap() int                             { return 0 }
+func (e *modelEngine) TryReap() (int, bool)                  { return 0, false }
 func (e *modelEngine) Stranded() int                         { return 0 }
 func (e *modelEngine) Counts() (submitted, completed uint64) { return 0, 0 }
 func (e *modelEngine) Quiesce()                              {}

@@ -49,13 +49,13 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 			// them (firePeerTimers).
 			s.Waiting++
 		}
-		// And so does its ring's work that only it can move on: I/O
-		// completions it has not reaped, and operations it prepared
-		// and has not submitted yet (a socket's, which wait for the
-		// worker to run out of tasks). Nobody else can take them, so
-		// the stall is reported even when no task is queued: a task
-		// whose Accept waited on the ring of a worker held by a plain
-		// Go call saw its connection 3 s late, with no report.
+		// And so does its ring's work: I/O completions it has not
+		// reaped, and operations it prepared and has not submitted yet
+		// (a socket's, which wait for the worker to run out of tasks).
+		// The sleeper woken below takes them (reapStuckPeers), so the
+		// stall is reported even when no task is queued: a task whose
+		// Accept waited on the ring of a worker held by a plain Go call
+		// saw its connection 3 s late, with no report.
 		// Stranded reads the ring's shared memory, which Close unmaps:
 		// Close stops the watchdog (Stop waits for this goroutine)
 		// before it closes the rings, and New closes a ring only

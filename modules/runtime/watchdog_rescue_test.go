@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A worker held by a plain Go call is rescued for as long as the stall
@@ -116,6 +118,85 @@ func TestStalledWorkerIsRescuedForAsLongAsTheStallLasts(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ok {
+			return
+		}
+	}
+}
+
+// The completions on the ring of a worker held by a plain Go call are
+// reaped by a peer once the watchdog finds the worker stuck, as Go hands
+// a P blocked in a system call to another thread. Before, a task whose
+// operation had gone to that ring waited for the call to return, however
+// long: here the call waits for that task, and waited for ever.
+func TestStuckWorkersRingIsReapedByAPeer(t *testing.T) {
+	rt := newRingRuntime(t, Config{Workers: 2, StallThreshold: 20 * time.Millisecond})
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	for attempt := 0; ; attempt++ {
+		if attempt == 100 {
+			t.Skip("the reader never suspended on the root's worker")
+		}
+		ok, err := BlockOn(rt, func(ctx context.Context) (bool, error) {
+			root := Current(ctx).running()
+			read := make(chan struct{})
+			where := make(chan *worker, 1)
+			h := Spawn(ctx, func(ctx context.Context) (byte, error) {
+				defer close(read)
+				// Where its operation goes: it suspends before it can move.
+				where <- Current(ctx).running().worker
+				op := &readOp{fd: p[0], buf: make([]byte, 1)}
+				res, err := Submit(ctx, op)
+				if err == nil && res.Res != 1 {
+					err = res.Err()
+				}
+				return op.buf[0], err
+			})
+			var w *worker
+			for w == nil || h.task.wstate.Load()&stMask != stWaiting {
+				select {
+				case w = <-where:
+				default:
+				}
+				if err := Yield(ctx); err != nil {
+					return false, err
+				}
+			}
+			if w != root.worker {
+				if _, err := unix.Write(p[1], []byte{0}); err != nil {
+					return false, err
+				}
+				_, err := h.Join(ctx)
+				return false, err // not on this worker's ring: try again
+			}
+			go func() {
+				time.Sleep(50 * time.Millisecond) // the root blocks meanwhile
+				_, _ = unix.Write(p[1], []byte{'x'})
+			}()
+			// The plain Go call that holds the worker: it waits for the
+			// reader, whose completion is on this worker's ring.
+			select {
+			case <-read:
+			case <-time.After(5 * time.Second):
+				t.Error("a read completed on the ring of a worker held by a plain Go call was not reaped within 5 s")
+				return true, nil // Close ends it
+			}
+			b, err := h.Join(ctx)
+			if err == nil && b != 'x' {
+				t.Errorf("the reader read %q, want 'x'", b)
+			}
+			return true, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if rt.Stats().PeerReaps == 0 {
+				t.Error("Stats.PeerReaps = 0 after a peer reaped the held worker's ring")
+			}
 			return
 		}
 	}

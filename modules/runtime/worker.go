@@ -881,6 +881,7 @@ func (w *worker) drive() int {
 		n += w.fireTimers()
 	}
 	n += w.firePeerTimers()
+	n += w.reapStuckPeers()
 	if n > 0 && !w.pinned && w.inbox.Len()+w.local.Len() > 1 {
 		// Tasks are queued behind the one this worker runs next: tell a
 		// sleeping worker, unless somebody already searches, so that a
@@ -953,6 +954,32 @@ func (w *worker) firePeerTimers() int {
 			fired, _ := v.wheel.TryAdvance(now, w.fireFn)
 			w.stats.peerTimers.Add(uint64(fired))
 			n += fired
+		}
+	}
+	return n
+}
+
+// reapStuckPeers reaps, for a peer the watchdog finds stuck on one task
+// (a task blocked in plain Go: see stuck), the completions on that peer's
+// ring, and submits what it prepared: the tasks those wake go to its
+// inbox, where this worker steals them. Without it they waited for the
+// blocked call to return, however long: another connection's receive,
+// the accept of a loop whose task last ran there (Go hands a P blocked in
+// a system call to another thread for the same reason). Pinned workers
+// neither take nor give: their rings belong to their threads. A worker
+// that is not stuck pays two loads per peer here.
+func (w *worker) reapStuckPeers() int {
+	if w.pinned {
+		return 0
+	}
+	n := 0
+	for _, v := range w.rt.workers {
+		if v == w || v.pinned || !v.stuck() || v.io.Stranded() == 0 {
+			continue
+		}
+		if m, ok := v.io.TryReap(); ok {
+			w.stats.peerReaps.Add(1)
+			n += m
 		}
 	}
 	return n
@@ -1040,5 +1067,5 @@ func (l *localCounts) publish(s *workerStats) {
 // by Stats.
 type workerStats struct {
 	spawned, completed, polls, steals, stolen, stealAttempts, parks, wakes, globalPops atomic.Uint64
-	corosCreated, peerTimers                                                           atomic.Uint64
+	corosCreated, peerTimers, peerReaps                                                atomic.Uint64
 }
