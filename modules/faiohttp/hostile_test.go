@@ -385,26 +385,29 @@ func TestAcceptErrorsBackOff(t *testing.T) {
 	var files []*os.File
 	var c net.Conn
 	func() {
-		// Every descriptor taken, but the one the client's socket gets.
-		low := old
-		low.Cur = uint64(len(ents) + 16)
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-			t.Fatal(err)
-		}
 		defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
-		for {
-			f, err := os.Open(os.DevNull)
-			if err != nil {
-				break
+		// Every descriptor taken once the client's socket exists and
+		// before it connects: freeing one for the socket instead let
+		// anything else in the process take it first.
+		d := net.Dialer{Control: func(string, string, syscall.RawConn) error {
+			low := old
+			low.Cur = uint64(len(ents) + 16)
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+				return err
 			}
-			files = append(files, f)
-		}
-		if len(files) == 0 {
-			t.Fatal("no descriptor left to take")
-		}
-		files[len(files)-1].Close()
-		files = files[:len(files)-1]
-		if c, err = net.Dial("tcp", addr); err != nil {
+			for {
+				f, err := os.Open(os.DevNull)
+				if err != nil {
+					break
+				}
+				files = append(files, f)
+			}
+			if len(files) == 0 {
+				return errors.New("no descriptor left to take")
+			}
+			return nil
+		}}
+		if c, err = d.Dial("tcp", addr); err != nil {
 			t.Fatal(err)
 		}
 		logs.Store(0)
