@@ -129,6 +129,14 @@ func (p *Portable[T]) Start(Op, T, uint64) OpID {
 	panic("faio/driver: an operation started on the portable backend")
 }
 
+// StartHeld panics: there is no ring.
+func (p *Portable[T]) StartHeld(Op, T, uint64) OpID {
+	panic("faio/driver: an operation started on the portable backend")
+}
+
+// Unhold does nothing.
+func (p *Portable[T]) Unhold() {}
+
 // Reap returns 0: nothing completes on a portable driver.
 func (p *Portable[T]) Reap() int { return 0 }
 

@@ -88,6 +88,32 @@ func opID(i int32, gen uint32) OpID { return OpID(uint64(i)<<recordGenBits | uin
 func (r *Ring[T]) Start(op Op, owner T, gen uint64) OpID {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.start(op, owner, gen)
+}
+
+// StartHeld is Start for an owner that publishes, after Start, something
+// cfg.Done relies on (the runtime publishes the task's wait, which Done
+// claims): the ring stays locked until the owner calls Unhold, so no
+// peer's TryReap can hand op's completion to Done before. Between the two
+// the owner must not use the ring.
+func (r *Ring[T]) StartHeld(op Op, owner T, gen uint64) OpID {
+	r.mu.Lock()
+	held := false
+	defer func() {
+		if !held {
+			r.mu.Unlock() // Start panicked (a closed ring)
+		}
+	}()
+	id := r.start(op, owner, gen)
+	held = true
+	return id
+}
+
+// Unhold ends StartHeld's hold of the ring.
+func (r *Ring[T]) Unhold() { r.mu.Unlock() }
+
+// start is Start under mu.
+func (r *Ring[T]) start(op Op, owner T, gen uint64) OpID {
 	i := r.recs.alloc()
 	rec := &r.recs.recs[i]
 	rec.owner, rec.ownerGen, rec.op = owner, gen, op
@@ -242,6 +268,9 @@ func (r *Ring[T]) submit() {
 	}
 	if err != nil {
 		r.enterFailed(err)
+		// They wait for the next submit: Reap's look without the
+		// lock (unsubmitted) and Stranded must see them.
+		r.setUnsubmitted(r.ring.SQReady() > 0)
 		return
 	}
 	// Entries the kernel did not take count in full, so that a Start

@@ -69,7 +69,8 @@ type RingConfig[T any] struct {
 	// waiting for a slow peer must not hold up the others.
 	FileIOThreads int
 	// Done receives each operation's completion, on the owner's goroutine
-	// during Reap or Wait (or on a peer's, during TryReap), with the owner
+	// during Reap or Wait, or on a peer's during TryReap, which may be as
+	// soon as Start has returned (StartHeld holds it off), with the owner
 	// and generation given to Start; it reports whether that made the
 	// owner runnable (Reap counts them). It must not call the Ring.
 	Done func(owner T, gen uint64, r Result) bool
@@ -82,12 +83,14 @@ type RingConfig[T any] struct {
 // setup creates the io_uring and submitEntries hands prepared entries to
 // the kernel; a test stands in a refusal for either. cqWaiting is the
 // check before a netpoller sleep (completions in the CQ ring or held by
-// the kernel); a test stands in one that misses a completion, as a
-// racing one can be missed (see pollWait).
+// the kernel), from the words the kernel shares only, since the owner
+// makes it without mu while a peer may reap (TryReap); a test stands in
+// one that misses a completion, as a racing one can be missed (see
+// pollWait).
 var (
 	setup         = uring.New
 	submitEntries = (*uring.Ring).Submit
-	cqWaiting     = func(r *uring.Ring) bool { return r.CQReady() > 0 || r.CQHeld() }
+	cqWaiting     = func(r *uring.Ring) bool { posted, held := r.CQPending(); return posted > 0 || held }
 )
 
 // signalRace bounds the first netpoller sleep after the ring's eventfd
@@ -125,7 +128,9 @@ type Ring[T any] struct {
 	// mu guards the ring's use: the submission queue, the records and the
 	// completion queue. The owner holds it in its methods, uncontended
 	// but while a peer reaps the ring for it (TryReap), and not while it
-	// sleeps. closed says Close has run, under mu.
+	// sleeps in the netpoller (a ring that sleeps in io_uring_enter, which
+	// TryReap leaves alone, holds it then too). closed says Close has
+	// run, under mu.
 	mu     sync.Mutex
 	closed bool
 	efd    int
@@ -603,8 +608,8 @@ func (r *Ring[T]) Counts() (submitted, completed uint64) {
 	return r.submitted.Load(), r.completed.Load()
 }
 
-// Stranded returns how much of the ring's work only its owner can move on:
-// the completions posted and not reaped, plus one if the kernel holds more
+// Stranded returns how much of the ring's work waits for its owner (or a
+// peer's TryReap): the completions posted and not reaped, plus one if the kernel holds more
 // back (SetupTaskrunFlag, an overflow), plus one if prepared entries wait to
 // be submitted (see Start). A goroutine other than the owner may call it,
 // as the runtime's watchdog does for a worker held by a long task, but not

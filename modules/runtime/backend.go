@@ -73,8 +73,9 @@ type engine interface {
 	Wait(timeout time.Duration)
 	Wake()
 	Reap() int
-	TryReap() (int, bool) // from a peer: see driver.Ring.TryReap
-	Start(op Op, t *Task, gen uint64) driver.OpID
+	TryReap() (int, bool)                             // from a peer: see driver.Ring.TryReap
+	StartHeld(op Op, t *Task, gen uint64) driver.OpID // see driver.Ring.StartHeld
+	Unhold()
 	Cancel(id driver.OpID)
 	CancelPending() bool
 	Stranded() int // from any goroutine: see driver.Ring.Stranded
@@ -93,12 +94,15 @@ var newEngine = func(w *worker, backend Backend) (engine, error) {
 }
 
 // startIO runs on worker w right after t suspended for an I/O: it starts
-// the operation on w's ring. The wait is published by the caller.
+// the operation on w's ring, which it leaves held. The caller publishes
+// the wait and then calls w.io.Unhold: until then no peer reaping the ring
+// (reapStuckPeers) may hand the completion to ioDone, whose claim of a
+// wait not yet published would fail, losing the result.
 func (w *worker) startIO(t *Task, gen uint64) {
 	c := t.coro.Load()
 	c.ioRes, c.ioFlags = 0, 0
 	c.ioWorker.Store(w)
-	c.ioID.Store(uint64(w.io.Start(c.ioOp, t, gen)))
+	c.ioID.Store(uint64(w.io.StartHeld(c.ioOp, t, gen)))
 }
 
 // ioDone is the driver's completion callback, on worker w: it hands the

@@ -100,7 +100,7 @@ type Config struct {
 	// work waiting (tasks woken onto the held worker meanwhile). The
 	// peer also reaps the held worker's ring and submits what it
 	// prepared, as Go hands a P blocked in a system call to another
-	// thread, and the tasks that wakes run on the peer; a pinned
+	// thread, and the tasks it wakes run on the peer; a pinned
 	// worker's ring belongs to its thread and waits for the task.
 	// Default 10 ms, at least MinStallThreshold; negative disables the
 	// watchdog. The watchdog

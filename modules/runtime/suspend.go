@@ -411,6 +411,10 @@ func (t *Task) awaitDeadline(ctx context.Context) {
 	}
 }
 
+// testHookStartedIO, when set, runs in completeSuspend between the start
+// of an I/O and the publication of its wait: a test widens that window.
+var testHookStartedIO func()
+
 // completeSuspend runs on worker w right after t switched away to suspend:
 // it publishes the wait and lets register, the timer wheel or the joined
 // task hold the Waker.
@@ -448,8 +452,12 @@ func (w *worker) completeSuspend(t *Task) {
 		locked = true
 		w.armTimer(c, at, wk)
 	case kindIO:
-		// Likewise only this worker reaps its ring.
+		// Likewise the ring stays held until the wait is published: a
+		// peer may reap it (reapStuckPeers).
 		w.startIO(t, gen)
+		if testHookStartedIO != nil {
+			testHookStartedIO()
+		}
 		st |= stIO
 	}
 	if kind != kindSleep {
@@ -468,6 +476,9 @@ func (w *worker) completeSuspend(t *Task) {
 	t.wstate.Store(gen<<genShift | st)
 	if locked {
 		w.wheel.Unlock()
+	}
+	if kind == kindIO {
+		w.io.Unhold()
 	}
 	// Dekker pairing with cancel: it stores the error and then loads
 	// wstate; we store wstate and then load the error. One of us sees the

@@ -77,7 +77,7 @@ type modelOp struct {
 	cancelled bool // ASYNC_CANCEL "submitted"
 }
 
-func (e *modelEngine) Start(_ Op, t *Task, gen uint64) driver.OpID {
+func (e *modelEngine) StartHeld(_ Op, t *Task, gen uint64) driver.OpID {
 	e.nextID++
 	e.ops[e.nextID] = &modelOp{t: t, gen: gen}
 	return e.nextID
@@ -112,6 +112,7 @@ func (e *modelEngine) Wait(time.Duration)                    {}
 func (e *modelEngine) Wake()                                 {}
 func (e *modelEngine) Reap() int                             { return 0 }
 func (e *modelEngine) TryReap() (int, bool)                  { return 0, false }
+func (e *modelEngine) Unhold()                               {}
 func (e *modelEngine) Stranded() int                         { return 0 }
 func (e *modelEngine) Counts() (submitted, completed uint64) { return 0, 0 }
 func (e *modelEngine) Quiesce()                              {}

@@ -52,7 +52,8 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 		// And so does its ring's work: I/O completions it has not
 		// reaped, and operations it prepared and has not submitted yet
 		// (a socket's, which wait for the worker to run out of tasks).
-		// The sleeper woken below takes them (reapStuckPeers), so the
+		// The sleeper woken below takes them (reapStuckPeers; on a
+		// pinned worker they wait for it, but are reported), so the
 		// stall is reported even when no task is queued: a task whose
 		// Accept waited on the ring of a worker held by a plain Go call
 		// saw its connection 3 s late, with no report.

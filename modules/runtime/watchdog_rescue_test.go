@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,5 +202,84 @@ func TestStuckWorkersRingIsReapedByAPeer(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// A stall ends when its worker resumes a task: stuck is false afterwards.
+// stalledOn stayed set on workers that are not pinned, and since the
+// coroutine it names is pooled and reused, a worker long past its stall
+// passed for stuck whenever it ran that coroutine again: its peers reaped
+// its ring all the time (11,890 times in half a second).
+func TestStallEndsAtTheNextResumption(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	stuck, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		me := Current(ctx).running()
+		// What the watchdog's report of a stall does (Stalled).
+		me.worker.stalledOn.Store(me.coro.Load())
+		if !me.worker.stuck() {
+			return 0, errors.New("stuck() is false right after a reported stall")
+		}
+		n := 0
+		for range 100 {
+			if err := Yield(ctx); err != nil {
+				return 0, err
+			}
+			if Current(ctx).running().worker.stuck() {
+				n++
+			}
+		}
+		return n, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stuck > 0 {
+		t.Errorf("a worker passed for stuck in %d of 100 runs after its stall had ended", stuck)
+	}
+}
+
+// A peer that reaps a stuck worker's ring cannot take the completion of an
+// operation whose wait is not published yet: the worker's loop holds the
+// ring from the operation's start until then. A completion reaped in that
+// window failed its claim and was dropped, and the task waited for ever
+// (after 6,691 and 10,316 operations in a loop; every time with the
+// window widened, as here).
+func TestPeerReapsLoseNoCompletion(t *testing.T) {
+	skipIfPinned(t, "a pinned worker's ring belongs to its thread: nobody else reaps it")
+	rt := newRingRuntime(t, Config{Workers: 2, SubmitBatch: 1})
+	var widen atomic.Bool
+	testHookStartedIO = func() {
+		if widen.Load() {
+			time.Sleep(30 * time.Millisecond) // a peer reaps meanwhile
+		}
+	}
+	defer func() { testHookStartedIO = nil }()
+	done := make(chan error, 1)
+	go func() {
+		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			for range 5 {
+				me := Current(ctx).running()
+				me.worker.stalledOn.Store(me.coro.Load()) // as the watchdog's report
+				widen.Store(true)
+				// A nop completes as it is submitted (SubmitBatch 1).
+				_, err := Submit(ctx, nopOp{})
+				widen.Store(false)
+				if err != nil {
+					return struct{}{}, err
+				}
+			}
+			return struct{}{}, nil
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		// The task waits for a completion that is gone, and the
+		// runtime's Close would wait for it for ever.
+		panic(fmt.Sprintf("a Submit never returned: its completion was lost (%d peer reaps)", rt.Stats().PeerReaps))
 	}
 }

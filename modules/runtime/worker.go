@@ -66,8 +66,9 @@ type worker struct {
 	// stalledOn is the coroutine the watchdog last saw this worker stuck
 	// on (Config.StallThreshold), cleared at the next resumption: while
 	// it is set, thieves may take tasks not yet started from this pinned
-	// worker (its LIFO slot, local queue and placed), and Spawn places
-	// nothing here.
+	// worker (its LIFO slot, local queue and placed), Spawn places
+	// nothing here, and peers reap this worker's ring if it is not
+	// pinned (reapStuckPeers).
 	stalledOn atomic.Pointer[coro]
 	stats     workerStats
 	_         cacheLinePad
@@ -314,7 +315,9 @@ func (w *worker) runTask(t *Task) {
 	}
 	c.budget = 0
 	w.runningTask = t
-	if w.pinned && w.stalledOn.Load() != nil {
+	// A stall, if one was reported, ends as the worker resumes a task
+	// (the coroutine it named is pooled and reused).
+	if w.stalledOn.Load() != nil {
 		w.stalledOn.Store(nil)
 	}
 	w.current.Store(c)
@@ -516,9 +519,9 @@ func (w *worker) runInline(c *coro) bool {
 	w.counts.polls++
 	if w.pinned {
 		w.adopt(t)
-		if w.stalledOn.Load() != nil {
-			w.stalledOn.Store(nil)
-		}
+	}
+	if w.stalledOn.Load() != nil {
+		w.stalledOn.Store(nil)
 	}
 	t.worker = w
 	t.bind(c)
@@ -786,8 +789,9 @@ func (w *worker) steal() *Task {
 	return nil
 }
 
-// stuck reports whether this pinned worker still runs the coroutine the
-// watchdog found it stuck on. Other workers take tasks from a pinned worker
+// stuck reports whether this worker still runs the coroutine the watchdog
+// found it stuck on (or is in its loop right after it: a peer reaping the
+// ring then is harmless, see startIO). Other workers take tasks from a pinned worker
 // only then, and only tasks not yet started (its local queue and LIFO
 // slot): Spawn placed those where they are, spreading them by load (see
 // spreadTarget), and a thief taking them while their worker is merely busy
@@ -980,6 +984,11 @@ func (w *worker) reapStuckPeers() int {
 		if m, ok := v.io.TryReap(); ok {
 			w.stats.peerReaps.Add(1)
 			n += m
+			if m > 0 && v.parked.Load() {
+				// The stall ended meanwhile and v went to sleep: the
+				// tasks are in its inbox (pushWoken).
+				v.unpark()
+			}
 		}
 	}
 	return n
