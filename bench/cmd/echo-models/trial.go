@@ -132,8 +132,12 @@ func (t *trial) startClient(port int) error {
 	// SelfCommand kills the client when ctx ends, or when the thread that
 	// started it exits (Pdeathsig): every locked thread here is unlocked
 	// before its goroutine returns, so threads do not exit.
+	// The client's own limit is twice the trial's: the trial's ends it
+	// (SelfCommand), and a client that gave up first, its connections
+	// reset, made a trial that timed out fail with "connection reset by
+	// peer" instead (a CI run on a loaded machine, whose timer fired late).
 	cmd, err := bench.SelfCommand(t.ctx, "-client", "127.0.0.1:"+strconv.Itoa(port),
-		"-trips", strconv.Itoa(t.trips), "-timeout", t.timeout.String())
+		"-trips", strconv.Itoa(t.trips), "-timeout", (2 * t.timeout).String())
 	if err == nil {
 		cmd.Stdout, cmd.Stdin, cmd.Stderr = childOut, childIn, &t.clientErr
 		err = cmd.Start()
