@@ -105,8 +105,9 @@ func (w *worker) startIO(t *Task, gen uint64) {
 	c.ioID.Store(uint64(w.io.StartHeld(c.ioOp, t, gen)))
 }
 
-// ioDone is the driver's completion callback, on worker w: it hands the
-// result to the task waiting for it.
+// ioDone is the driver's completion callback for worker w's ring, run by w
+// or by a peer reaping the ring of w stuck (reapStuckPeers): it hands the
+// result to the task waiting for it, whose wait is published (startIO).
 func (w *worker) ioDone(t *Task, gen uint64, r Result) bool {
 	// Store the result before publishing the wake-up: the claim hands the
 	// task to whoever runs it next.

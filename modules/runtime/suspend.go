@@ -110,8 +110,9 @@ import (
 //     to the ring's worker (the coroutine's ioWorker and ioID, loaded
 //     before the CAS and still valid since the CAS succeeded), handed over under the
 //     ring's lock; that worker submits ASYNC_CANCEL and later reaps the
-//     completion it causes, on the same goroutine, so ioDone sees
-//     stIOCancel and ends the wait Cancelled. A cancellation landing after
+//     completion it causes (or a peer does, for a stuck worker: the
+//     cancel lock and then the ring's order the request before that
+//     reap), so ioDone sees stIOCancel and ends the wait Cancelled. A cancellation landing after
 //     ioDone's load loses, and the wait ends Woken with the real result.
 //   - register returning false beats a cancellation landing inside
 //     register: the primitive may have handed the task a resource under its

@@ -71,13 +71,27 @@ func (r *watchedWorkers) Sample(i int) watchdog.Sample {
 // the searchers may all be stuck behind this worker.
 func (r *watchedWorkers) Stalled(i int, what any, d time.Duration, waiting int) {
 	run := what.(runSample)
+	// Marked before OnStall runs, which may take a while.
+	r.markStuck(i, run)
 	if f := r.cfg.OnStall; f != nil {
 		f(StallInfo{Worker: i, TaskID: run.task.ID(), Running: d, Waiting: waiting})
 	}
-	// Thieves may now take the tasks not yet started from a pinned
-	// worker (see worker.stuck).
-	r.workers[i].stalledOn.Store(run.c)
-	r.Rescue(i, waiting)
+	r.wakePeer(i)
+}
+
+// markStuck records that worker i is stuck on run (see worker.stuck):
+// thieves may now take the tasks not yet started from a pinned worker, and
+// peers reap the ring of one that is not pinned. Not if the worker has
+// moved on since the sample: the mark ends at its next resumption, and
+// one made after that would name a run that is not stuck.
+func (r *watchedWorkers) markStuck(i int, run runSample) {
+	w := r.workers[i]
+	w.stalledOn.Store(run.c)
+	if w.current.Load() != run.c {
+		// Moved on meanwhile (a resumption may have cleared the mark
+		// before this store): undo it, unless it is a new one's.
+		w.stalledOn.CompareAndSwap(run.c, nil)
+	}
 }
 
 // Rescue wakes a parked peer of worker i, which is still held by the run
@@ -88,7 +102,18 @@ func (r *watchedWorkers) Stalled(i int, what any, d time.Duration, waiting int) 
 // wait for as long as the stall lasts. It is called on every sample of
 // the watchdog (StallThreshold/2) while that lasts; a peer that is awake
 // searches the held worker's queues by itself.
-func (r *watchedWorkers) Rescue(i int, waiting int) {
+func (r *watchedWorkers) Rescue(i int, what any, waiting int) {
+	// A stall reported once is the same stall to the watchdog after the
+	// task resumed and blocked again within a sample's time (the worker's
+	// heartbeat moves only every heartbeatTicks ticks), and the mark
+	// ended with that resumption: set it again, or peers would not reap
+	// the worker's ring for the whole second block.
+	r.markStuck(i, what.(runSample))
+	r.wakePeer(i)
+}
+
+// wakePeer wakes a parked peer of worker i.
+func (r *watchedWorkers) wakePeer(i int) {
 	for _, v := range r.workers {
 		if v.id != i && v.parked.Load() {
 			v.unpark()

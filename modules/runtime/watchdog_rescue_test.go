@@ -246,11 +246,13 @@ func TestStallEndsAtTheNextResumption(t *testing.T) {
 // window widened, as here).
 func TestPeerReapsLoseNoCompletion(t *testing.T) {
 	skipIfPinned(t, "a pinned worker's ring belongs to its thread: nobody else reaps it")
-	rt := newRingRuntime(t, Config{Workers: 2, SubmitBatch: 1})
+	rt := newRingRuntime(t, Config{Workers: 2, SubmitBatch: 1, StallThreshold: 10 * time.Millisecond})
 	var widen atomic.Bool
 	testHookStartedIO = func() {
 		if widen.Load() {
-			time.Sleep(30 * time.Millisecond) // a peer reaps meanwhile
+			// The watchdog finds the worker stuck with the completion
+			// unreaped, and wakes a peer that reaps the ring.
+			time.Sleep(40 * time.Millisecond)
 		}
 	}
 	defer func() { testHookStartedIO = nil }()
@@ -279,7 +281,110 @@ func TestPeerReapsLoseNoCompletion(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		// The task waits for a completion that is gone, and the
-		// runtime's Close would wait for it for ever.
-		panic(fmt.Sprintf("a Submit never returned: its completion was lost (%d peer reaps)", rt.Stats().PeerReaps))
+		// runtime's Close, which the test's cleanup runs even after a
+		// panic here, would wait for it for ever: end the process.
+		msg := fmt.Sprintf("a Submit never returned: its completion was lost (%d peer reaps)", rt.Stats().PeerReaps)
+		go panic(msg)
+		select {}
+	}
+}
+
+// A task that blocks in plain Go, is reported, resumes for a moment and
+// blocks again is the same stall to the watchdog (same coroutine, task
+// and heartbeat), which then only calls Rescue: Rescue marks the worker
+// stuck again, since the resumption ended the first mark. Before, no peer
+// reaped the ring during the second block (5 of 5 tries).
+func TestStuckWorkersRingIsReapedAgainAfterABriefResumption(t *testing.T) {
+	skipIfPinned(t, "a pinned worker's ring belongs to its thread: nobody else reaps it")
+	rt := newRingRuntime(t, Config{Workers: 2, StallThreshold: 20 * time.Millisecond})
+	var pa, pb [2]int
+	if err := unix.Pipe2(pa[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Pipe2(pb[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range []int{pa[0], pa[1], pb[0], pb[1]} {
+		defer unix.Close(fd)
+	}
+	fails, tries := 0, 0
+	for attempt := 0; attempt < 40 && tries < 5; attempt++ {
+		res, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+			root := Current(ctx).running()
+			spawn := func(fd int) (chan struct{}, *JoinHandle[struct{}], chan *worker) {
+				read := make(chan struct{})
+				where := make(chan *worker, 1)
+				h := Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+					defer close(read)
+					where <- Current(ctx).running().worker
+					_, err := Submit(ctx, &readOp{fd: fd, buf: make([]byte, 1)})
+					return struct{}{}, err
+				})
+				return read, h, where
+			}
+			ra, ha, wa := spawn(pa[0])
+			rb, hb, wb := spawn(pb[0])
+			var a, b *worker
+			for a == nil || b == nil || ha.task.wstate.Load()&stMask != stWaiting || hb.task.wstate.Load()&stMask != stWaiting {
+				select {
+				case a = <-wa:
+				default:
+				}
+				select {
+				case b = <-wb:
+				default:
+				}
+				if err := Yield(ctx); err != nil {
+					return 0, err
+				}
+			}
+			if a != root.worker || b != root.worker {
+				unix.Write(pa[1], []byte{0})
+				unix.Write(pb[1], []byte{0})
+				ha.Join(ctx)
+				hb.Join(ctx)
+				return -1, nil
+			}
+			go func() { time.Sleep(50 * time.Millisecond); unix.Write(pa[1], []byte{1}) }()
+			select { // stall 1
+			case <-ra:
+			case <-time.After(3 * time.Second):
+				return 2, nil
+			}
+			if err := Yield(ctx); err != nil { // brief resumption
+				return 0, err
+			}
+			if Current(ctx).running().worker != root.worker {
+				unix.Write(pb[1], []byte{0})
+				hb.Join(ctx)
+				return -1, nil
+			}
+			go func() { time.Sleep(50 * time.Millisecond); unix.Write(pb[1], []byte{1}) }()
+			r := 0
+			select { // stall 2
+			case <-rb:
+			case <-time.After(2 * time.Second):
+				r = 1
+			}
+			ha.Join(ctx)
+			hb.Join(ctx)
+			return r, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res < 0 {
+			continue
+		}
+		tries++
+		if res > 0 {
+			fails++
+		}
+	}
+	if tries == 0 {
+		t.Skip("the readers never both suspended on the root's worker")
+	}
+	if fails > 0 {
+		t.Errorf("second stall not rescued in %d of %d tries", fails, tries)
 	}
 }

@@ -60,9 +60,10 @@ type Workers interface {
 // lasts, not only when it is reported: Rescue is called on every later
 // sample that finds worker i still held by the same run with work waiting
 // behind it (work that arrived after the report, say, which a peer woken
-// by the report has not seen). Stalled is still called once per stall.
+// by the report has not seen), with that run (Sample.Running). Stalled is
+// still called once per stall.
 type Rescuer interface {
-	Rescue(i int, waiting int)
+	Rescue(i int, running any, waiting int)
 }
 
 // Watchdog watches a scheduler's workers from a goroutine of its own.
@@ -206,7 +207,7 @@ func (d *Watchdog) check(i int, s *workerSample, now time.Time) {
 	}
 	if s.reported {
 		if r, ok := d.ws.(Rescuer); ok {
-			r.Rescue(i, cur.Waiting)
+			r.Rescue(i, cur.Running, cur.Waiting)
 		}
 		return
 	}

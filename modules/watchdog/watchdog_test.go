@@ -224,7 +224,7 @@ type rescuingWorkers struct {
 	rescues chan int // the waiting count of each Rescue
 }
 
-func (f *rescuingWorkers) Rescue(i int, waiting int) { f.rescues <- waiting }
+func (f *rescuingWorkers) Rescue(i int, running any, waiting int) { f.rescues <- waiting }
 
 // A stall reported once is rescued on every later sample while it lasts
 // with work waiting, and no longer once the work is gone; Stalled is not
