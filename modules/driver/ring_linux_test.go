@@ -1086,9 +1086,32 @@ func TestTryReapRefuses(t *testing.T) {
 	if n, ok := r.TryReap(); !ok || n != 1 {
 		t.Errorf("TryReap of an open ring with a completion = %d, %v; want 1, true", n, ok)
 	}
+	// While the owner holds the ring (StartHeld), a peer gets nothing.
+	r.StartHeld(nopOp{}, "nop", 2)
+	if _, ok := r.TryReap(); ok {
+		t.Error("TryReap succeeded while the owner held the ring")
+	}
+	r.Unhold()
+	if n, ok := r.TryReap(); !ok || n != 1 {
+		t.Errorf("TryReap after Unhold = %d, %v; want 1, true", n, ok)
+	}
 	r.Close()
 	if _, ok := r.TryReap(); ok {
 		t.Error("TryReap of a closed ring succeeded")
+	}
+	// StartHeld on a closed ring panics, and leaves the ring unlocked.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("StartHeld on a closed ring did not panic")
+			}
+		}()
+		r.StartHeld(nopOp{}, "nop", 3)
+	}()
+	if !r.mu.TryLock() {
+		t.Error("a panicking StartHeld left the ring locked")
+	} else {
+		r.mu.Unlock()
 	}
 	tb, err := NewRing(RingConfig[string]{Entries: 8, Flags: uring.SetupSingleIssuer, Done: func(string, uint64, Result) bool { return true }})
 	if err != nil {
