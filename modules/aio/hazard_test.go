@@ -22,14 +22,7 @@ import (
 func TestCloseWaitsForACachedReadUnderWay(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
-			mine, minePath, other := cachedReadFiles(t)
-			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-			var f *File
-			runTask(t, rt, func(ctx context.Context) error {
-				var err error
-				f, err = Open(ctx, minePath)
-				return err
-			})
+			rt, f, mine, other := openCachedReadFile(t, backend)
 			entered, proceed, read := heldCachedRead(t, rt, f, len(mine))
 			<-entered
 			closed := closeUnderRead(t, f, other, "a read of the descriptor")
@@ -61,14 +54,7 @@ func TestCloseWaitsForACachedReadUnderWay(t *testing.T) {
 func TestReadShortenedByCloseReportsWhatItRead(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend.String(), func(t *testing.T) {
-			mine, minePath, other := cachedReadFiles(t)
-			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
-			var f *File
-			runTask(t, rt, func(ctx context.Context) error {
-				var err error
-				f, err = Open(ctx, minePath)
-				return err
-			})
+			rt, f, mine, other := openCachedReadFile(t, backend)
 			// Past the end: the cached read is short, and the rest
 			// would need a reference, which Close refuses.
 			entered, proceed, read := heldCachedRead(t, rt, f, 2*len(mine))
@@ -213,6 +199,21 @@ func cachedReadFiles(t *testing.T) (mine []byte, minePath, otherPath string) {
 		t.Fatal(err)
 	}
 	return mine, minePath, otherPath
+}
+
+// openCachedReadFile opens the first of cachedReadFiles' files on a
+// runtime of 2 workers on backend, and returns the runtime, the File, its
+// bytes and the other file's path.
+func openCachedReadFile(t *testing.T, backend runtime.Backend) (rt *runtime.Runtime, f *File, mine []byte, otherPath string) {
+	t.Helper()
+	mine, minePath, otherPath := cachedReadFiles(t)
+	rt = newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+	runTask(t, rt, func(ctx context.Context) error {
+		var err error
+		f, err = Open(ctx, minePath)
+		return err
+	})
+	return rt, f, mine, otherPath
 }
 
 // readResult is what a ReadAt returned.

@@ -932,6 +932,31 @@ func TestStrandedFromAnotherGoroutine(t *testing.T) {
 	}
 }
 
+// reapAsPeer calls r.TryReap in a loop from a goroutine of its own, as a
+// peer worker would, adding what it reaps to byPeer, until the returned
+// stop is called; stop returns once the loop has ended.
+func reapAsPeer(r *Ring[string], byPeer *atomic.Int64) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if n, ok := r.TryReap(); ok {
+				byPeer.Add(int64(n))
+			}
+			runtime.Gosched()
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
 // A peer's TryReap races the owner's Start, Reap and Wait: every
 // operation completes exactly once, through one or the other, and the race
 // detector sees the ring's state only under its lock.
@@ -953,22 +978,7 @@ func TestTryReapRacesTheOwner(t *testing.T) {
 		t.Skipf("io_uring unavailable: %v", err)
 	}
 	defer r.Close()
-	stop := make(chan struct{})
-	peerDone := make(chan struct{})
-	go func() {
-		defer close(peerDone)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n, ok := r.TryReap(); ok {
-				byPeer.Add(int64(n))
-			}
-			runtime.Gosched()
-		}
-	}()
+	stopPeer := reapAsPeer(r, &byPeer)
 	// Until the peer has had a share, within a limit: on a loaded
 	// machine the owner could finish before the peer's goroutine ran.
 	total := uint64(ops)
@@ -998,8 +1008,7 @@ func TestTryReapRacesTheOwner(t *testing.T) {
 		}
 		r.Wait(10 * time.Millisecond)
 	}
-	close(stop)
-	<-peerDone
+	stopPeer()
 	if len(seen) != int(total) {
 		t.Fatalf("%d operations completed, want %d", len(seen), total)
 	}
@@ -1034,23 +1043,8 @@ func TestTryReapRacesTheOwnersSleep(t *testing.T) {
 		t.Skipf("io_uring unavailable: %v", err)
 	}
 	defer r.Close()
-	stop := make(chan struct{})
-	peerDone := make(chan struct{})
 	var byPeer atomic.Int64
-	go func() {
-		defer close(peerDone)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n, ok := r.TryReap(); ok {
-				byPeer.Add(int64(n))
-			}
-			runtime.Gosched()
-		}
-	}()
+	stopPeer := reapAsPeer(r, &byPeer)
 	const recvs = 200
 	for i := range recvs {
 		r.Start(&recvOp{fd: fds[0], buf: make([]byte, 1)}, "recv", uint64(i))
@@ -1067,8 +1061,7 @@ func TestTryReapRacesTheOwnersSleep(t *testing.T) {
 			r.Wait(5 * time.Millisecond)
 		}
 	}
-	close(stop)
-	<-peerDone
+	stopPeer()
 	if n := got.Load(); n != recvs {
 		t.Errorf("%d completions for %d receives", n, recvs)
 	}
