@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,5 +149,46 @@ func TestWatchesOfManyRequests(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("%d of %d waiting handlers ended within 20 s of their clients leaving", i, conns)
 		}
+	}
+}
+
+// A handler that blocks in plain Go holds its worker, ring included. The
+// accept loop's Accept is an operation on the ring of the worker its task
+// last ran on, which is usually where the blocking request's task was
+// spawned and runs: new connections were then not accepted until that
+// handler returned. A peer now reaps the held worker's ring once the
+// watchdog finds it stuck, and each round's request on a new connection
+// is served while the blocking handler still holds its worker.
+func TestServedWhileAHandlerBlocksItsWorker(t *testing.T) {
+	if os.Getenv(runtime.EnvPinned) == "1" {
+		t.Skip("a pinned worker's ring belongs to its thread: nobody else reaps it")
+	}
+	held, hold := make(chan struct{}), make(chan struct{})
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			held <- struct{}{}
+			<-hold // plain Go: the worker is held
+			return
+		}
+		io.WriteString(w, "ok")
+	}), nil)
+	t.Cleanup(func() { close(hold) }) // before the server's Close
+	for round := range 8 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the blocking handler did not start", round)
+		}
+		resp := rawExchange(t, addr, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5*time.Second)
+		if !strings.HasSuffix(resp, "ok") {
+			t.Fatalf("round %d: a request on a new connection, while a handler held its worker, got %q within 5 s", round, resp)
+		}
+		hold <- struct{}{}
+		c.Close()
 	}
 }
