@@ -1,6 +1,7 @@
 // Package driver is what a faio worker sleeps on and runs its I/O with:
 // one per worker, owned by that worker's goroutine except for Wake and
-// Cancel, which any goroutine may call.
+// Cancel, which any goroutine may call, and TryReap, with which another
+// worker reaps a Ring for an owner held by a task that blocks.
 //
 // There are two kinds. A Ring (Linux) is an io_uring: operations (Op) run
 // on the ring, batched, with their completions handed back through a
