@@ -60,16 +60,7 @@ func TestDoneWaitOnTheOnlyWorkerEndsWhenTheClientGoes(t *testing.T) {
 		}
 	}()
 
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	select {
-	case <-waiting:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler did not start")
-	}
+	c := startRequest(t, ln.Addr().String(), "/", waiting)
 	time.Sleep(20 * time.Millisecond)
 	c.Close()
 	select {
@@ -174,16 +165,7 @@ func TestServedWhileAHandlerBlocksItsWorker(t *testing.T) {
 	}), nil)
 	t.Cleanup(func() { close(hold) }) // before the server's Close
 	for round := range 8 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
-		select {
-		case <-held:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("round %d: the blocking handler did not start", round)
-		}
+		c := startRequest(t, addr, "/block", held)
 		resp := rawExchange(t, addr, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5*time.Second)
 		if !strings.HasSuffix(resp, "ok") {
 			t.Fatalf("round %d: a request on a new connection, while a handler held its worker, got %q within 5 s", round, resp)
@@ -191,4 +173,23 @@ func TestServedWhileAHandlerBlocksItsWorker(t *testing.T) {
 		hold <- struct{}{}
 		c.Close()
 	}
+}
+
+// startRequest sends a GET of path on a new connection to addr, waits
+// (up to 10 s) for the handler to say on started that it runs, and
+// returns the connection, which the caller closes.
+func startRequest(t *testing.T, addr, path string, started <-chan struct{}) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		c.Close()
+		t.Fatalf("the handler of %s did not start", path)
+	}
+	return c
 }

@@ -791,12 +791,14 @@ func (w *worker) steal() *Task {
 
 // stuck reports whether this worker still runs the coroutine the watchdog
 // found it stuck on (or is in its loop right after it: a peer reaping the
-// ring then is harmless, see startIO). Other workers take tasks from a pinned worker
-// only then, and only tasks not yet started (its local queue and LIFO
-// slot): Spawn placed those where they are, spreading them by load (see
-// spreadTarget), and a thief taking them while their worker is merely busy
-// for a moment would undo that (a spawner that never suspends would see
-// every task it spawns taken by an idle peer) and part pairs that talk.
+// ring then is harmless, see startIO); peers reap its ring only then
+// (reapStuckPeers). Other workers take tasks from a pinned worker only
+// then, and only tasks not yet started (its local queue and LIFO slot):
+// Spawn placed those where they are, spreading them by load (see
+// spreadTarget), and a thief taking them while their worker is merely
+// busy for a moment would undo that (a spawner that never suspends would
+// see every task it spawns taken by an idle peer) and part pairs that
+// talk.
 func (w *worker) stuck() bool {
 	c := w.current.Load()
 	return c != nil && w.stalledOn.Load() == c
