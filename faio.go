@@ -69,6 +69,7 @@ var (
 	ErrNilContext    = runtime.ErrNilContext    // a nil context.Context; the call did nothing
 	ErrNilRuntime    = runtime.ErrNilRuntime    // a nil *Runtime, or the zero Runtime (not made by New)
 	ErrNilHandle     = runtime.ErrNilHandle     // Join on a nil or zero JoinHandle, which has no task
+	ErrNilFunc       = runtime.ErrNilFunc       // a nil function to run (Spawn, BlockOn, Blocking...); nothing ran
 	ErrSelfJoin      = runtime.ErrSelfJoin      // a task joined its own handle
 	ErrInvalidConfig = runtime.ErrInvalidConfig // New was given a bad Config
 	ErrGoexit        = runtime.ErrGoexit        // the task called runtime.Goexit

@@ -30,11 +30,14 @@ import (
 // cancelled (context.Background()) Close waits for f.
 //
 // From a plain goroutine, Blocking calls f directly (unless ctx has ended).
-// A nil ctx is refused with ErrNilContext, without calling f.
+// A nil ctx is refused with ErrNilContext, and a nil f with ErrNilFunc.
 func Blocking[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	var zero T
 	if ctx == nil {
 		return zero, ErrNilContext
+	}
+	if f == nil {
+		return zero, ErrNilFunc
 	}
 	if err := ctx.Err(); err != nil {
 		return zero, err

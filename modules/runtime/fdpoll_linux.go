@@ -135,10 +135,14 @@ func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
 // *PollerError if the runtime's poller lost its epoll descriptor (see
 // PollerError) before or during the wait. Several waits
 // may be under way at once; each readiness wakes all of those of its
-// direction. A nil ctx is refused with ErrNilContext, before try is called.
+// direction. A nil ctx is refused with ErrNilContext, before try is called,
+// and a nil try with ErrNilFunc.
 func (f *FD) Wait(ctx context.Context, write bool, try func() bool) error {
 	if ctx == nil {
 		return ErrNilContext
+	}
+	if try == nil {
+		return ErrNilFunc
 	}
 	d := 0
 	if write {

@@ -159,6 +159,80 @@ func TestNilContextIsRefused(t *testing.T) {
 	}
 }
 
+// nilFuncCalls are the calls that run a function given by the caller,
+// given a nil one; each returns what should be ErrNilFunc. ctx is a task's
+// context or context.Background().
+func nilFuncCalls(ctx context.Context, rt *Runtime) []misuse {
+	var nilFn func(context.Context) (int, error)
+	fn := func(context.Context) (int, error) { return 1, nil }
+	calls := []misuse{
+		{"Spawn", func() error {
+			if Current(ctx) == nil {
+				// From a goroutine Spawn fails for want of a task.
+				return ErrNilFunc
+			}
+			_, err := Spawn(ctx, nilFn).Join(ctx)
+			return err
+		}},
+		{"SpawnOn", func() error { _, err := SpawnOn(rt, nilFn).Join(ctx); return err }},
+		{"Timeout", func() error { _, err := Timeout(ctx, time.Second, nilFn); return err }},
+		{"Blocking", func() error {
+			var f func() (int, error)
+			_, err := Blocking(ctx, f)
+			return err
+		}},
+		{"Suspend", func() error { return Suspend(ctx, nil) }},
+	}
+	if Current(ctx) == nil {
+		// BlockOn and WaitAll refuse a task (ErrOnWorker) first.
+		calls = append(calls,
+			misuse{"BlockOn", func() error { _, err := BlockOn(rt, nilFn); return err }},
+			misuse{"WaitAll", func() error {
+				// None of them runs, the good one neither.
+				ran := atomic.Bool{}
+				good := func(context.Context) (int, error) { ran.Store(true); return 1, nil }
+				_, err := WaitAll(rt, good, nilFn, fn)
+				if ran.Load() {
+					return fmt.Errorf("a function ran (and WaitAll returned %v)", err)
+				}
+				return err
+			}})
+	}
+	return calls
+}
+
+// A nil function is refused with ErrNilFunc, from a plain goroutine and from
+// a task: it used to fail the task with a nil pointer dereference, or, in
+// Blocking from a goroutine and in Suspend's register, to crash the process.
+func TestNilFuncIsRefused(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 2})
+	calls := nilFuncCalls(context.Background(), rt)
+	checkMisuse(t, "from a goroutine", calls, runMisuse(calls), ErrNilFunc)
+
+	errs, err := BlockOn(rt, func(ctx context.Context) ([]error, error) {
+		calls := nilFuncCalls(ctx, rt)
+		errs := runMisuse(calls)
+		for i, c := range calls {
+			if !errors.Is(errs[i], ErrNilFunc) {
+				errs[i] = fmt.Errorf("%s: %w", c.name, errs[i])
+			}
+		}
+		return errs, nil
+	})
+	if err != nil {
+		t.Fatalf("BlockOn: %v", err)
+	}
+	for _, err := range errs {
+		if !errors.Is(err, ErrNilFunc) {
+			t.Errorf("from a task: %v, want ErrNilFunc", err)
+		}
+	}
+	// The runtime is unharmed: a task runs as before.
+	if v, err := BlockOn(rt, func(context.Context) (int, error) { return 7, nil }); v != 7 || err != nil {
+		t.Errorf("BlockOn after the misuse = %d, %v; want 7, nil", v, err)
+	}
+}
+
 // nilRuntimeCalls are the functions and methods taking or on a *Runtime,
 // given rt, nil or zero; each returns what should be ErrNilRuntime.
 func nilRuntimeCalls(rt *Runtime) []misuse {

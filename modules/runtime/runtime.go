@@ -52,6 +52,10 @@ var (
 	// JoinHandle (one that Spawn or SpawnOn did not return): there is no
 	// task to wait for.
 	ErrNilHandle = errors.New("faio/runtime: nil or zero JoinHandle: handles come from Spawn and SpawnOn")
+	// ErrNilFunc: a nil function was given to a call that runs one
+	// (Spawn, SpawnOn, BlockOn, WaitAll, Timeout, Blocking, Suspend,
+	// FD.Wait). Nothing ran: no task started, no wait began.
+	ErrNilFunc = errors.New("faio/runtime: nil function: pass the function to run")
 	// ErrSelfJoin: a task called Join on its own handle, which would wait
 	// for ever (until its context ended) for itself to finish.
 	ErrSelfJoin = errors.New("faio/runtime: a task joined itself: it would wait for its own end")

@@ -210,11 +210,15 @@ func (iv *Interval) Reset() { iv.next = time.Now().Add(iv.period) }
 //		return conn.Read(ctx, buf)
 //	})
 //
-// A nil ctx is refused with ErrNilContext, without calling op.
+// A nil ctx is refused with ErrNilContext, and a nil op with ErrNilFunc.
 func Timeout[T any](ctx context.Context, d time.Duration, op func(context.Context) (T, error)) (T, error) {
 	if ctx == nil {
 		var zero T
 		return zero, ErrNilContext
+	}
+	if op == nil {
+		var zero T
+		return zero, ErrNilFunc
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()

@@ -174,7 +174,8 @@ func (h *JoinHandle[T]) Spawned() bool {
 // ctx must be a task's context, or derive from one: from a plain
 // goroutine, use SpawnOn. When ctx is nil, carries no faio task, or the
 // runtime is closed, Spawn returns a handle whose Join fails with
-// ErrNilContext, ErrNoRuntime or ErrClosed, and fn does not run. A
+// ErrNilContext, ErrNoRuntime or ErrClosed, and fn does not run; a nil fn
+// gets ErrNilFunc. A
 // context from WithRuntime names a runtime but no task: Join's error
 // then says that, and errors.Is(err, ErrNoRuntime) holds for it.
 func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *JoinHandle[T] {
@@ -187,6 +188,9 @@ func Spawn[T any](ctx context.Context, fn func(context.Context) (T, error)) *Joi
 			return failed[T](errSpawnNoTask)
 		}
 		return failed[T](ErrNoRuntime)
+	}
+	if fn == nil {
+		return failed[T](ErrNilFunc)
 	}
 	rt := parent.rt
 	h := &JoinHandle[T]{out: fn}
@@ -264,10 +268,14 @@ func chargeSpawn(cur *Task) {
 // SpawnOn starts fn as a new task on rt from any goroutine: it goes to the
 // global queue. The task is not part of any BlockOn; Close cancels it.
 // When rt is nil or not made by New, or closed, SpawnOn returns a handle
-// whose Join fails with ErrNilRuntime or ErrClosed, and fn does not run.
+// whose Join fails with ErrNilRuntime or ErrClosed, and fn does not run; a
+// nil fn gets ErrNilFunc.
 func SpawnOn[T any](rt *Runtime, fn func(context.Context) (T, error)) *JoinHandle[T] {
 	if !rt.usable() {
 		return failed[T](ErrNilRuntime)
+	}
+	if fn == nil {
+		return failed[T](ErrNilFunc)
 	}
 	h := &JoinHandle[T]{out: fn}
 	if !rt.newTask(&h.task, h, rt.root, context.Background(), nil) {
@@ -287,7 +295,7 @@ func SpawnOn[T any](rt *Runtime, fn func(context.Context) (T, error)) *JoinHandl
 // say), with fn's error joined to it (errors.Join), since nothing else
 // reports the failure of a root. A nil rt, or one not made by New (the zero
 // Runtime), is refused with ErrNilRuntime, from tasks too, and fn does not
-// run.
+// run; a nil fn is refused with ErrNilFunc.
 func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if !rt.usable() {
@@ -295,6 +303,9 @@ func BlockOn[T any](rt *Runtime, fn func(context.Context) (T, error)) (T, error)
 	}
 	if onCoroutine() {
 		return zero, ErrOnWorker
+	}
+	if fn == nil {
+		return zero, ErrNilFunc
 	}
 	h, ok := startRoot(rt, fn)
 	if !ok {
@@ -346,13 +357,19 @@ func startRoot[T any](rt *Runtime, fn func(context.Context) (T, error)) (*JoinHa
 // ErrClosed if rt closed before all of them could start or while they ran,
 // joined with the errors of those that failed otherwise than by the
 // cancellation. A nil rt, or one not made by New, is refused with
-// ErrNilRuntime, as by BlockOn.
+// ErrNilRuntime, as by BlockOn; a nil function among fns with ErrNilFunc,
+// before any of them starts.
 func WaitAll[T any](rt *Runtime, fns ...func(context.Context) (T, error)) ([]T, error) {
 	if !rt.usable() {
 		return nil, ErrNilRuntime
 	}
 	if onCoroutine() {
 		return nil, ErrOnWorker
+	}
+	for _, fn := range fns {
+		if fn == nil {
+			return nil, ErrNilFunc
+		}
 	}
 	handles := make([]*JoinHandle[T], 0, len(fns))
 	closed := false

@@ -272,10 +272,14 @@ func (w Waker) Wake() bool {
 // false, so the primitive can skip it. A cancelled waiter's Waker may stay in
 // the primitive's list; primitives drop such entries when they meet them.
 //
-// A nil ctx is refused with ErrNilContext; register is not called.
+// A nil ctx is refused with ErrNilContext, and a nil register with
+// ErrNilFunc; nothing waits.
 func Suspend(ctx context.Context, register func(Waker) bool) error {
 	if ctx == nil {
 		return ErrNilContext
+	}
+	if register == nil {
+		return ErrNilFunc
 	}
 	if t := taskFor(ctx); t != nil {
 		c := t.coro.Load()
