@@ -114,3 +114,50 @@ func TestCloseEndsThousandsOfForeignWaits(t *testing.T) {
 		t.Fatalf("%d of %d waits did not end with ErrClosed; first: %v", w, n, first.Load())
 	}
 }
+
+// A task that yields in a loop on a cancellable context of its own, which
+// Close's cancellation of the tasks does not reach, does not hold Close:
+// Yield returns ErrClosed once Close has begun (it used to hold Close for
+// ever). Yield on the task's own context, or on one derived from it, keeps
+// returning the context's error as before.
+func TestCloseEndsAYieldLoopOnAForeignContext(t *testing.T) {
+	rt, err := New(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, cancelOwn := context.WithCancel(context.Background())
+	defer cancelOwn()
+	looping := make(chan struct{}, 3)
+	loop := func(pick func(ctx context.Context) context.Context) *JoinHandle[error] {
+		return SpawnOn(rt, func(ctx context.Context) (error, error) {
+			ctx = pick(ctx)
+			looping <- struct{}{}
+			for {
+				if err := Yield(ctx); err != nil {
+					return err, nil
+				}
+			}
+		})
+	}
+	foreign := loop(func(context.Context) context.Context { return own })
+	mine := loop(func(ctx context.Context) context.Context { return ctx })
+	derived := loop(func(ctx context.Context) context.Context {
+		ctx, cancel := context.WithCancel(ctx)
+		_ = cancel // ends with the task's cancellation
+		return ctx
+	})
+	for range 3 {
+		<-looping
+	}
+	closeOrUnstick(t, rt, 10*time.Second, "a Yield loop", cancelOwn)
+	for _, c := range []struct {
+		name string
+		h    *JoinHandle[error]
+		want error
+	}{{"foreign", foreign, ErrClosed}, {"own", mine, context.Canceled}, {"derived", derived, context.Canceled}} {
+		got, err := c.h.Join(context.Background())
+		if err != nil || !errors.Is(got, c.want) {
+			t.Errorf("the loop on its %s context ended with %v (task: %v), want %v", c.name, got, err, c.want)
+		}
+	}
+}

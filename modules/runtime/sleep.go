@@ -83,6 +83,12 @@ func sleepGoroutine(ctx context.Context, deadline time.Time) error {
 // Yield lets the worker run its other ready tasks (and poll its ring) before
 // resuming the caller. It returns ctx.Err(). Outside a task it calls
 // runtime.Gosched.
+//
+// In a task, as Suspend's waits do, Yield on a context that Close's
+// cancellation of the tasks does not reach (one that derives from no task
+// of this runtime but can be cancelled) returns ErrClosed once Close has
+// begun: a loop such as "for Yield(reqCtx) == nil" then ends and lets
+// Close finish, instead of holding it for ever.
 func Yield(ctx context.Context) error {
 	if ctx == nil {
 		return ErrNilContext
@@ -95,7 +101,13 @@ func Yield(ctx context.Context) error {
 		c.budget = 0
 		c.yieldReason = reasonYield
 		c.yield(struct{}{})
-		return ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if t.rt.closing.Load() && ctx != context.Context(t) && ctx.Done() != nil && closeMisses(t, ctx) {
+			return ErrClosed
+		}
+		return nil
 	}
 	goruntime.Gosched()
 	return ctx.Err()

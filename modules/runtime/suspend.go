@@ -329,7 +329,7 @@ func (t *Task) suspend(ctx context.Context) error {
 		// can be cancelled (Background, WithoutCancel) says the wait
 		// must complete, as the blocking pool's does while a system
 		// call uses the caller's buffer.
-		if o := Current(ctx); o == nil || o.rt != t.rt {
+		if closeMisses(t, ctx) {
 			if t.rt.closing.Load() {
 				return ErrClosed
 			}
@@ -377,6 +377,14 @@ func (t *Task) suspend(ctx context.Context) error {
 		return context.Canceled
 	}
 	return nil
+}
+
+// closeMisses reports whether Close's cancellation of the tasks misses ctx,
+// a context of task t other than its own: ctx derives from no task of t's
+// runtime.
+func closeMisses(t *Task, ctx context.Context) bool {
+	o := Current(ctx)
+	return o == nil || o.rt != t.rt
 }
 
 // deadlineGrace bounds awaitDeadline's wait: the timer of a context past
