@@ -33,7 +33,8 @@ import (
 // (read and write, whose calls could block on a descriptor left blocking;
 // accept; connect) run on a goroutine of their own, which waits with
 // poll(2) until the descriptor is ready, then makes the call, while the
-// task suspends. The poll wakes every pollSlice to see whether the runtime
+// task suspends; on a pipe, a socket or a device the call does not wait
+// either (callReady), so that no operation outlives shutdown. The poll wakes every pollSlice to see whether the runtime
 // is shutting down (the only cancellation of a C operation), so a pending
 // operation completes with FAIO_ECANCELED within that time of
 // faio_runtime_free. Each such pending operation holds an OS thread while
@@ -211,6 +212,7 @@ func (j *ioJob) blocking(ctx context.Context) int64 {
 	if j.op == uring.OpWrite || j.op == uring.OpSend {
 		events = unix.POLLOUT
 	}
+	peer := waitsForPeer(fd)
 	for {
 		if r, ok := waitReady(ctx, fd, events); !ok {
 			if r == int64(codeECANCELED) {
@@ -218,12 +220,108 @@ func (j *ioJob) blocking(ctx context.Context) int64 {
 			}
 			return r
 		}
-		r, errno := j.call()
+		r, errno := j.callReady(fd, peer)
 		if errno == unix.EAGAIN || errno == unix.EINTR {
 			continue // raced with another reader, or not ready after all
 		}
 		return errnoResult(r, errno)
 	}
+}
+
+// waitsForPeer reports whether a call on fd may wait for another party for
+// ever: fd is neither a regular file nor a block device, whose calls wait
+// for the device only.
+func waitsForPeer(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false // the call reports the error
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG, unix.S_IFBLK:
+		return false
+	}
+	return true
+}
+
+// callReady makes j's call on fd, which poll(2) has just reported ready.
+// Where fd may wait for a peer (waitsForPeer) the call must not wait: the
+// descriptor is the C program's and may be in blocking mode, another
+// reader may have taken what poll saw, or a write may need more room than
+// there is, and a call blocked there would hold the operation, and
+// faio_runtime_free, for ever (a 4 MiB write to a pipe nobody read did).
+// A read or a write is made with RWF_NOWAIT (preadv2, pwritev2): EAGAIN
+// where it would wait, and a short count where only part fits, as the
+// ring completes it. An accept is made with the listening socket
+// non-blocking for the call (see acceptNoWait). A descriptor that refuses
+// RWF_NOWAIT (a terminal), or a kernel without it, gets the plain call.
+func (j *ioJob) callReady(fd int, peer bool) (uintptr, error) {
+	if peer {
+		switch j.op {
+		case uring.OpRead, uring.OpWrite:
+			if r, ok, err := j.rwNoWait(fd); ok {
+				return r, err
+			}
+		case uring.OpAccept:
+			return acceptNoWait(fd, j.flags)
+		}
+	}
+	return j.call()
+}
+
+// rwNoWait makes j's read or write on fd with RWF_NOWAIT; ok is false if
+// fd or the kernel does not take the flag.
+func (j *ioJob) rwNoWait(fd int) (r uintptr, ok bool, err error) {
+	iov := [][]byte{j.buf}
+	call := func(off int64) (int, error) {
+		if j.op == uring.OpWrite {
+			return unix.Pwritev2(fd, iov, off, unix.RWF_NOWAIT)
+		}
+		return unix.Preadv2(fd, iov, off, unix.RWF_NOWAIT)
+	}
+	off := int64(j.off)
+	if j.off == uring.CurrentPos {
+		off = -1
+	}
+	n, err := call(off)
+	if err == unix.ESPIPE && j.off == 0 {
+		// Offset 0 on a descriptor without a position means the
+		// current one, as in callOn.
+		n, err = call(-1)
+	}
+	switch err {
+	case nil:
+		return uintptr(n), true, nil
+	case unix.EOPNOTSUPP, unix.ENOSYS:
+		return 0, false, nil
+	}
+	return 0, true, err
+}
+
+// acceptMu serialises the accepts that make a blocking listening socket
+// non-blocking for their call, so that none restores the flags while
+// another's call runs.
+var acceptMu sync.Mutex
+
+// acceptNoWait makes j's accept4 on fd without waiting: a listening socket
+// the C program left blocking is non-blocking for the duration of the
+// call, its flags restored afterwards, as connect does for its own. (The
+// program's own accept on the socket in another thread at that instant
+// would fail with EAGAIN.)
+func acceptNoWait(fd, flags int) (uintptr, error) {
+	acceptMu.Lock()
+	defer acceptMu.Unlock()
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return 0, err
+	}
+	if fl&unix.O_NONBLOCK == 0 {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl|unix.O_NONBLOCK); err != nil {
+			return 0, err
+		}
+		defer unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl)
+	}
+	r, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), 0, 0, uintptr(flags), 0, 0)
+	return r, errnoErr(errno)
 }
 
 // failsAtOnce reports whether j's call fails on fd without waiting where

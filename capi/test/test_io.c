@@ -587,6 +587,168 @@ static void test_waitall(void)
     free(buf);
 }
 
+/* ---- calls that would block on a blocking descriptor ---- */
+
+/* An operation on a descriptor the program left blocking ends at shutdown
+ * like any other, on either backend: a write larger than the room in a
+ * pipe completes short (as the ring completes it), and of two reads racing
+ * for one byte, or two accepts for one connection, the one that loses
+ * waits for the next and gets FAIO_ECANCELED at faio_runtime_free. The
+ * portable backend used to make the call itself blocking after poll(2),
+ * and a free waited for ever (4 of 4 times for the write, 6 of 15 for the
+ * reads, 3 of 15 for the accepts). */
+enum { BLOCKING_OPS = 2 };
+
+struct blocking_op {
+    atomic_int calls;
+    atomic_llong result;
+};
+
+static void blocking_op_done(void *arg, int64_t result)
+{
+    struct blocking_op *op = arg;
+    atomic_store(&op->result, result);
+    atomic_fetch_add(&op->calls, 1);
+}
+
+struct timed_free {
+    faio_runtime rt;
+    atomic_int done;
+    int rc;
+};
+
+static void *timed_free_main(void *arg)
+{
+    struct timed_free *tf = arg;
+    tf->rc = faio_runtime_free(tf->rt);
+    atomic_store(&tf->done, 1);
+    return NULL;
+}
+
+/* free_within frees rt on a thread of its own and reports whether it
+ * returned 0 within ms; a free that hangs is left behind (and fails the
+ * test) rather than hanging the test program. */
+static int free_within(faio_runtime frt, int ms)
+{
+    static struct timed_free tfs[8];
+    static int next;
+    struct timed_free *tf = &tfs[next++ % 8];
+    tf->rt = frt;
+    atomic_store(&tf->done, 0);
+    pthread_t t;
+    if (pthread_create(&t, NULL, timed_free_main, tf) != 0)
+        return 0;
+    for (int waited = 0; waited < ms && !atomic_load(&tf->done); waited++)
+        usleep(1000);
+    if (!atomic_load(&tf->done)) {
+        fprintf(stderr, "  faio_runtime_free did not return within %d ms\n", ms);
+        pthread_detach(t);
+        return 0;
+    }
+    pthread_join(t, NULL);
+    return tf->rc == 0;
+}
+
+static void wait_calls(struct blocking_op *ops, int n, int want, int ms)
+{
+    for (int waited = 0; waited < ms; waited++) {
+        int calls = 0;
+        for (int i = 0; i < n; i++)
+            calls += atomic_load(&ops[i].calls);
+        if (calls >= want)
+            return;
+        usleep(1000);
+    }
+}
+
+static void test_blocking_descriptors(void)
+{
+    enum { BIG = 4 << 20 };
+    char *big = calloc(1, BIG);
+    CHECK(big != NULL);
+
+    /* A write larger than the pipe takes, nobody reading. */
+    {
+        faio_runtime r = new_runtime(0);
+        struct blocking_op op = {0};
+        int p[2];
+        CHECK(pipe(p) == 0);
+        CHECK_RC(faio_write(r, p[1], big, BIG, -1, blocking_op_done, &op), 0);
+        wait_calls(&op, 1, 1, 2000);
+        CHECK(free_within(r, 5000));
+        CHECK(atomic_load(&op.calls) == 1);
+        int64_t res = atomic_load(&op.result);
+        CHECK(res == FAIO_ECANCELED || (res > 0 && res < BIG));
+        close(p[0]);
+        close(p[1]);
+    }
+
+    /* Two reads of a pipe, one byte. */
+    {
+        faio_runtime r = new_runtime(0);
+        struct blocking_op ops[BLOCKING_OPS] = {0};
+        static char bufs[BLOCKING_OPS][4];
+        int p[2];
+        CHECK(pipe(p) == 0);
+        for (int i = 0; i < BLOCKING_OPS; i++)
+            CHECK_RC(faio_read(r, p[0], bufs[i], sizeof bufs[i], -1, blocking_op_done, &ops[i]), 0);
+        usleep(20000);
+        CHECK(write(p[1], "x", 1) == 1);
+        wait_calls(ops, BLOCKING_OPS, 1, 2000);
+        usleep(20000);
+        CHECK(free_within(r, 5000));
+        int got = 0, cancelled = 0;
+        for (int i = 0; i < BLOCKING_OPS; i++) {
+            CHECK(atomic_load(&ops[i].calls) == 1);
+            int64_t res = atomic_load(&ops[i].result);
+            got += res == 1;
+            cancelled += res == FAIO_ECANCELED;
+        }
+        CHECK(got == 1 && cancelled == 1);
+        close(p[0]);
+        close(p[1]);
+    }
+
+    /* Two accepts on a blocking listening socket, one connection. */
+    {
+        faio_runtime r = new_runtime(0);
+        struct blocking_op ops[BLOCKING_OPS] = {0};
+        int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in addr;
+        memset(&addr, 0, sizeof addr);
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        CHECK(bind(lfd, (struct sockaddr *)&addr, sizeof addr) == 0);
+        CHECK(listen(lfd, 8) == 0);
+        CHECK(getsockname(lfd, (struct sockaddr *)&addr, &len) == 0);
+        for (int i = 0; i < BLOCKING_OPS; i++)
+            CHECK_RC(faio_accept(r, lfd, SOCK_CLOEXEC, blocking_op_done, &ops[i]), 0);
+        usleep(20000);
+        int cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK(connect(cfd, (struct sockaddr *)&addr, sizeof addr) == 0);
+        wait_calls(ops, BLOCKING_OPS, 1, 2000);
+        usleep(20000);
+        CHECK(free_within(r, 5000));
+        int got = 0, cancelled = 0;
+        for (int i = 0; i < BLOCKING_OPS; i++) {
+            CHECK(atomic_load(&ops[i].calls) == 1);
+            int64_t res = atomic_load(&ops[i].result);
+            if (res >= 0) {
+                got++;
+                close((int)res);
+            }
+            cancelled += res == FAIO_ECANCELED;
+        }
+        CHECK(got == 1 && cancelled == 1);
+        /* The listening socket is as the program left it: blocking. */
+        CHECK((fcntl(lfd, F_GETFL) & O_NONBLOCK) == 0);
+        close(cfd);
+        close(lfd);
+    }
+    free(big);
+}
+
 void test_io(void)
 {
     rt = new_runtime(0);
@@ -599,5 +761,7 @@ void test_io(void)
     run_test("faio_read and faio_write at offset 0 on a pipe and a socket", test_offset_zero_on_streams);
     run_test("recv and send with MSG_DONTWAIT and nothing to do: -EAGAIN at once", test_dontwait);
     run_test("recv and send with MSG_WAITALL move every byte of a stream", test_waitall);
+    run_test("blocking descriptors: a big pipe write, racing reads and accepts end at free",
+             test_blocking_descriptors);
     CHECK_RC(faio_runtime_free(rt), 0);
 }
