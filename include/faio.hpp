@@ -40,7 +40,11 @@
 // pending operation and the FAIO_ESHUTDOWN with which it refuses the
 // operations started meanwhile: they end a spawned task quietly, so that
 // destroying a runtime with background tasks still running is a normal
-// shutdown.
+// shutdown. What those tasks use must outlive it: C++ destroys a scope's
+// objects in reverse order, so a faio::mutex or faio::channel, declared
+// after the runtime it is made on, is destroyed first, and a background
+// task still using it gets faio::error FAIO_EBADHANDLE, which ends the
+// process as above. Call rt.close() before they go: it ends those tasks.
 //
 // A coroutine awaits only operations of its own runtime: one of another
 // runtime would resume it on that runtime's worker, outside the
@@ -523,6 +527,16 @@ template <class Rep, class Period> std::uint64_t to_ns(std::chrono::duration<Rep
     using ns = std::chrono::nanoseconds;
     if (!(d > D::zero()))
         return 0;
+    if constexpr (std::chrono::treat_as_floating_point_v<Rep>) {
+        // In floating nanoseconds, whatever the unit (a duration of
+        // double nanoseconds or picoseconds can be far past what int64
+        // counts, and converting that to an integer is undefined): 2^63
+        // and up, and infinity, are forever.
+        long double n = std::chrono::duration<long double, std::nano>(d).count();
+        if (!(n < 0x1p63L))
+            return UINT64_MAX;
+        return static_cast<std::uint64_t>(n);
+    }
     // Compared in d's own unit: a coarser one holds ns::max() truncated,
     // while d converted to nanoseconds may not fit.
     if constexpr (std::ratio_greater<Period, std::nano>::value) {

@@ -733,10 +733,27 @@ void test_sleep_forever()
     faio::spawn(r, sleep_for(std::chrono::hours(2562048))); // just past int64 ns
     faio::spawn(r, sleep_for(std::chrono::duration<double>(1e300)));
     faio::spawn(r, sleep_for(std::chrono::duration<double>(HUGE_VAL)));
+    faio::spawn(r, sleep_for(std::chrono::duration<double, std::nano>(1e30)));
+    faio::spawn(r, sleep_for(std::chrono::duration<float, std::pico>(1e38f)));
     std::this_thread::sleep_for(50ms);
     CHECK(slept_forever == 0);
     r.close(); // cancels them: spawned tasks end quietly
     CHECK(slept_forever == 0);
+
+    // Floating durations in any unit: ones past int64 nanoseconds are
+    // forever (in nanoseconds or finer they were converted to int64
+    // unchecked, which is undefined: 2^63 on x86), others convert.
+    using faio::detail::to_ns;
+    CHECK(to_ns(std::chrono::duration<double, std::nano>(1e30)) == UINT64_MAX);
+    CHECK(to_ns(std::chrono::duration<double, std::pico>(1e40)) == UINT64_MAX);
+    CHECK(to_ns(std::chrono::duration<double, std::nano>(HUGE_VAL)) == UINT64_MAX);
+    CHECK(to_ns(std::chrono::duration<double, std::nano>(1500.7)) == 1500);
+    CHECK(to_ns(std::chrono::duration<double, std::pico>(2500)) == 2);
+    CHECK(to_ns(std::chrono::duration<float, std::micro>(2)) == 2000);
+    CHECK(to_ns(std::chrono::duration<double>(-1)) == 0);
+    CHECK(to_ns(std::chrono::duration<double>(NAN)) == 0);
+    CHECK(to_ns(std::chrono::nanoseconds(7)) == 7);
+    CHECK(to_ns(std::chrono::seconds(3)) == 3000000000ULL);
 }
 
 // ---- empty tasks ----
