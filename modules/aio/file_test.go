@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A 64 MiB file written by WriteAt from many tasks, in chunks taken in
@@ -713,4 +715,90 @@ func TestFileTruncateMatchesOS(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A task's Read of a regular file whose page cache holds only the start of
+// the requested range returns the whole range, as os.File.Read and a
+// goroutine's Read do: it used to return only the cached part (found by a
+// differential test of tasks against os). Two files: one whose tail was
+// evicted from the cache (where the file system honours FADV_DONTNEED),
+// and a sparse one whose hole is not cached, the case the test found.
+func TestTaskReadOfAPartlyCachedFileReadsTheWhole(t *testing.T) {
+	dir := t.TempDir()
+	evicted := filepath.Join(dir, "evicted")
+	data := randomBytes(8<<20, 7)
+	if err := os.WriteFile(evicted, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sparse := filepath.Join(dir, "sparse")
+	wf, err := os.Create(sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err1 := wf.Write(randomBytes(13541, 8))
+	_, err2 := wf.WriteAt(randomBytes(12288, 9), 205888)
+	err3 := wf.Truncate(134060)
+	if err := errors.Join(err1, err2, err3, wf.Close()); err != nil {
+		t.Fatal(err)
+	}
+	type read struct {
+		name    string
+		at, len int
+		evict   int64 // where to evict the cached file from, -1: as written
+	}
+	// The page cache holds a file in folios of up to 2 MiB, which
+	// FADV_DONTNEED drops whole: evict megabytes.
+	reads := []read{{evicted, 0, 8 << 20, 4 << 20}, {evicted, 100, 6 << 20, 2 << 20}, {sparse, 63927, 149750, -1}}
+	want := func(r read) []byte {
+		f, err := os.Open(r.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b := make([]byte, r.len)
+		n, err := f.ReadAt(b, int64(r.at))
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		return b[:n]
+	}
+	for _, backend := range []runtime.Backend{runtime.BackendIOUring, runtime.BackendPortable} {
+		rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend, OnBackendFallback: func(error) {}})
+		for i, r := range reads {
+			if r.evict >= 0 {
+				// Write the file back, cache all of it, then evict
+				// the tail (dirty pages would stay).
+				of, err := os.Open(r.name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err1 := of.Sync()
+				_, err2 := io.Copy(io.Discard, of)
+				err3 := unix.Fadvise(int(of.Fd()), r.evict, 0, unix.FADV_DONTNEED)
+				if err := errors.Join(err1, err2, err3, of.Close()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runTask(t, rt, func(ctx context.Context) error {
+				f, err := Open(ctx, r.name)
+				if err != nil {
+					return err
+				}
+				defer f.Close(ctx)
+				if _, err := f.Seek(ctx, int64(r.at), io.SeekStart); err != nil {
+					return err
+				}
+				b := make([]byte, r.len)
+				n, err := f.Read(ctx, b)
+				if w := want(r); n != len(w) || err != nil || !bytes.Equal(b[:n], w) {
+					return fmt.Errorf("%v, read %d: Read = %d, %v (equal to os's: %v); os.File reads %d", rt.Backend(), i, n, err, bytes.Equal(b[:n], w[:min(n, len(w))]), len(w))
+				}
+				// The position moved past what was read.
+				if pos, err := f.Seek(ctx, 0, io.SeekCurrent); pos != int64(r.at+n) || err != nil {
+					return fmt.Errorf("%v, read %d: position %d, %v after the read; want %d", rt.Backend(), i, pos, err, r.at+n)
+				}
+				return nil
+			})
+		}
+	}
 }
