@@ -169,8 +169,54 @@ func dialUnix(ctx context.Context, rt *runtime.Runtime, network string, sotype i
 	if err := ctx.Err(); err != nil {
 		return nil, netError("dial", network, nil, raddr, err)
 	}
-	if op.fd, err = unix.Socket(unix.AF_UNIX, sotype|unix.SOCK_CLOEXEC, 0); err != nil {
+	if op.fd, err = unix.Socket(unix.AF_UNIX, sotype|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0); err != nil {
 		return nil, netError("dial", network, nil, raddr, os.NewSyscallError("socket", err))
 	}
-	return connect(ctx, rt, network, op, raddr)
+	// A Unix-domain connect does not wait for the peer: it completes at
+	// once, or fails at once, with EAGAIN when the listener's backlog is
+	// full, as package net's dial reports it. So it is made here, non-
+	// blocking, by every caller: a task's IORING_OP_CONNECT would wait
+	// for room in that backlog instead, as long as ctx let it. The socket
+	// is blocking again afterwards, as every new Conn's (see fdGuard).
+	errno := unixConnect(op)
+	if errno == 0 {
+		errno = unixErrno(unix.SetNonblock(op.fd, false))
+	}
+	if errno != 0 {
+		unix.Close(op.fd)
+		return nil, netError("dial", network, nil, raddr, os.NewSyscallError("connect", errno))
+	}
+	c := newStreamConn(rt, op.fd, network, nil, raddr)
+	if c.laddr, err = localAddr(op.fd, network); err != nil {
+		c.guard.close(context.WithoutCancel(ctx))
+		return nil, netError("dial", network, nil, raddr, err)
+	}
+	return c, nil
+}
+
+// unixConnect connects op.fd, a non-blocking Unix-domain socket, to op's
+// address. A connect interrupted by a signal is made again (EISCONN then
+// means the first one went through).
+func unixConnect(op *sockaddrOp) syscall.Errno {
+	for retried := false; ; retried = true {
+		_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(op.fd), uintptr(unsafe.Pointer(&op.sa)), uintptr(op.salen))
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EISCONN && retried:
+			return 0
+		}
+		return errno
+	}
+}
+
+// unixErrno is err's errno, or EINVAL for an error that has none.
+func unixErrno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	if errno, ok := err.(syscall.Errno); ok {
+		return errno
+	}
+	return unix.EINVAL
 }

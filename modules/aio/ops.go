@@ -143,10 +143,11 @@ type sockaddrOp struct {
 	sa         uring.RawSockaddrAny
 	salen      uint32
 	connecting bool // direct: connect(2) returned EINPROGRESS
-	// again: the first non-blocking connect(2) said EAGAIN (a Unix
-	// socket whose listener's backlog is full). Nothing is in progress
-	// and the socket stays writable, so waiting would spin: the dial
-	// fails with EAGAIN at once, as package net's does.
+	// again: the first non-blocking connect(2) said EAGAIN (a TCP
+	// socket finding no free local port; Unix sockets connect apart, see
+	// dialUnix). Nothing is in progress and the socket stays writable,
+	// so waiting would spin: the dial fails with EAGAIN at once, as
+	// package net's does.
 	again bool
 }
 
