@@ -115,7 +115,10 @@ func (s *sock) read(ctx context.Context, b []byte) (int, error) {
 
 // write is Write of both kinds of connection.
 func (s *sock) write(ctx context.Context, b []byte) (int, error) {
-	if len(b) == 0 && s.stream {
+	if len(b) == 0 && s.stream && s.network != "unixpacket" {
+		// Nothing to send on a byte stream. On a sequenced-packet
+		// socket an empty write is an empty message, as package net
+		// sends it (its reader sees 0 bytes: io.EOF).
 		return s.noBytes("write")
 	}
 	// MSG_NOSIGNAL turns SIGPIPE into EPIPE; MSG_WAITALL makes io_uring

@@ -346,3 +346,67 @@ func TestHugeBacklogIsCapped(t *testing.T) {
 		defer c.Close(ctx)
 	}
 }
+
+// An empty Write on a "unixpacket" connection sends an empty message, as
+// package net's does: the peer's Read returns 0 and io.EOF for it, and the
+// next message after it. It used to send nothing (found by a differential
+// test against package net). On a "unix" stream an empty Write sends
+// nothing, as net's.
+func TestUnixpacketEmptyWriteIsAnEmptyMessage(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend.String(), func(t *testing.T) {
+			rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
+			check := func(ctx context.Context) error {
+				for _, network := range []string{"unixpacket", "unix"} {
+					l, err := Listen(ctx, network, "")
+					if err != nil {
+						return err
+					}
+					accepted := runtime.SpawnOn(rt, func(ctx context.Context) (*Conn, error) { return l.Accept(ctx) })
+					c, err := Dial(ctx, network, l.Addr().String())
+					if err != nil {
+						return err
+					}
+					p, err := accepted.Join(ctx)
+					if err != nil {
+						return err
+					}
+					var got []string
+					for _, m := range [][]byte{nil, {}, []byte("x")} {
+						if n, err := c.Write(ctx, m); n != 0 && len(m) == 0 || err != nil {
+							return fmt.Errorf("%s: Write(%q) = %d, %v", network, m, n, err)
+						}
+					}
+					buf := make([]byte, 8)
+					for len(got) == 0 || got[len(got)-1] != "x" {
+						rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+						n, err := p.Read(rctx, buf)
+						cancel()
+						if err != nil && err != io.EOF {
+							return fmt.Errorf("%s: Read after %q: %v", network, got, err)
+						}
+						got = append(got, fmt.Sprintf("%d %v", n, err))
+						if n > 0 {
+							got[len(got)-1] = string(buf[:n])
+						}
+					}
+					want := "[x]"
+					if network == "unixpacket" {
+						want = "[0 EOF 0 EOF x]"
+					}
+					if fmt.Sprint(got) != want {
+						return fmt.Errorf("%s: the peer read %q, want %s (as package net)", network, got, want)
+					}
+					c.Close(ctx)
+					p.Close(ctx)
+					l.Close(ctx)
+				}
+				return nil
+			}
+			runTask(t, rt, check)
+			if err := check(goroutineCtx(rt)); err != nil {
+				t.Error("from a goroutine:", err)
+			}
+		})
+	}
+}
