@@ -762,8 +762,8 @@ func TestTaskReadOfAPartlyCachedFileReadsTheWhole(t *testing.T) {
 		}
 		return b[:n]
 	}
-	for _, backend := range []runtime.Backend{runtime.BackendIOUring, runtime.BackendPortable} {
-		rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend, OnBackendFallback: func(error) {}})
+	for _, backend := range backends {
+		rt := newRuntime(t, runtime.Config{Workers: 2, IOBackend: backend})
 		for i, r := range reads {
 			if r.evict >= 0 {
 				// Write the file back, cache all of it, then evict
