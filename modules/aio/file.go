@@ -334,7 +334,10 @@ func (f *File) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
 	}
 	if f.appends {
 		if f.guard.closing() {
-			return 0, pathError("write", f.name, fs.ErrClosed) // os checks that first
+			// Closed first, as every other call on a closed File
+			// says (os.File.WriteAt, which does not look, reports
+			// the append mode even then).
+			return 0, pathError("write", f.name, fs.ErrClosed)
 		}
 		return 0, pathError("writeat", f.name, errWriteAtInAppendMode)
 	}

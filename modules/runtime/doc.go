@@ -130,12 +130,13 @@
 // suspends the task: the context only decides cancellation, and Close.)
 //
 // Tasks are cancelled, never killed: Close waits for every task to return.
-// It ends every faio wait on a context that can be cancelled: those on a
-// task's context with the context's error, those on a context that derives
-// from no task with ErrClosed (and such waits begun once Close has begun,
-// and Yield on such a context, fail at once), so a task in the Accept of a
-// net.Listener adapter does not hold it. Waits on a context
-// that can never be cancelled (context.Background(),
+// It ends every faio wait of a task on a context that can be cancelled
+// (a plain goroutine's waits do not hold it, and end with their context):
+// those on a task's context with the context's error, those on a context
+// that derives from no task with ErrClosed (and such waits begun once
+// Close has begun, and Yield on such a context, fail at once), so a task
+// in the Accept of a net.Listener adapter does not hold it. Waits on a
+// context that can never be cancelled (context.Background(),
 // context.WithoutCancel; a task's cleanup) run as usual.
 //
 // A task that fails (returns an error or panics) while nobody joins its
