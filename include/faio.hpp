@@ -67,6 +67,7 @@
 #include "faio.h"
 
 #include <array>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <coroutine>
@@ -116,13 +117,19 @@ inline bool fast_path() noexcept
 }
 
 // contiguous_buffer: anything std::span can view (arrays, std::array,
-// std::vector, std::string, std::span), but not a bare pointer.
-template <class B> concept contiguous_buffer = requires(B &b) { std::span(b); };
+// std::vector, std::string, std::span), but not a bare pointer, of objects
+// that are their bytes (trivially copyable): the kernel writes and reads
+// raw bytes, which would break a std::string's or a pointer owner's.
+template <class B>
+concept contiguous_buffer =
+    requires(B &b) { std::span(b); } &&
+    std::is_trivially_copyable_v<typename decltype(std::span(std::declval<B &>()))::element_type>;
 
 // fillable_buffer: what read and recv fill, given as B&& (B is T& for an
 // lvalue): an lvalue buffer, or a temporary view of memory that lives
 // elsewhere (std::span(ptr, len), a subspan), but not a temporary container,
-// which would be destroyed before the kernel filled it.
+// whose data the caller could never see: it is destroyed at the end of the
+// co_await's full expression.
 template <class B>
 concept fillable_buffer = contiguous_buffer<B> && (std::is_lvalue_reference_v<B> || std::ranges::borrowed_range<B>);
 
@@ -219,7 +226,13 @@ inline faio_runtime current()
 
 // ---------------------------------------------------------------------------
 // task<T>: a lazy coroutine; co_await starts it and resumes the awaiter when
-// it finishes (symmetric transfer, so chains of awaits use no stack).
+// it finishes. A task that finishes without suspending hands its result
+// back through a plain return, and one that suspended resumes its awaiter
+// from its final suspension: a loop awaiting such tasks uses no stack
+// whatever the compiler (symmetric transfer alone needs the tail call that
+// g++ makes only when optimising, without sanitizers), and a chain of
+// awaits uses a frame per task still running. T is a value type (a
+// reference is not supported: return a pointer or std::reference_wrapper).
 // co_await std::move(t) takes the coroutine out of t, as a move does: t is
 // then empty, like a task moved from. An empty task holds nothing to run:
 // co_await of one, and faio::block_on or faio::spawn given one, throw
@@ -233,6 +246,8 @@ namespace detail {
 template <class T> class result_store {
 public:
     template <class U> void return_value(U &&v) { value_.emplace(std::forward<U>(v)); }
+    // co_return {...}: a braced list deduces no U.
+    void return_value(T &&v) { value_.emplace(std::move(v)); }
     void unhandled_exception() noexcept { ex_ = std::current_exception(); }
     T take()
     {
@@ -266,6 +281,10 @@ template <class T> class [[nodiscard]] task {
 public:
     struct promise_type : detail::result_store<T> {
         std::coroutine_handle<> continuation = std::noop_coroutine();
+        // Set by the second of the awaiter's await_suspend (once the
+        // task has run up to its first suspension or its end) and the
+        // task's final suspension: that second one resumes the awaiter.
+        std::atomic<bool> handoff{false};
 
         task get_return_object() noexcept { return task(handle::from_promise(*this)); }
         std::suspend_always initial_suspend() noexcept { return {}; }
@@ -275,6 +294,10 @@ public:
                 bool await_ready() noexcept { return false; }
                 std::coroutine_handle<> await_suspend(handle h) noexcept
                 {
+                    // First: finished inside the awaiter's await_suspend,
+                    // which goes on with the awaiter itself.
+                    if (!h.promise().handoff.exchange(true, std::memory_order_acq_rel))
+                        return std::noop_coroutine();
                     return h.promise().continuation;
                 }
                 void await_resume() noexcept {}
@@ -310,7 +333,7 @@ public:
     // an empty task throws FAIO_EINVAL.
     auto operator co_await() &&
     {
-        struct awaiter {
+        struct [[nodiscard]] awaiter {
             handle h;
             explicit awaiter(handle owned) noexcept : h(owned) {}
             awaiter(awaiter &&o) noexcept : h(std::exchange(o.h, nullptr)) {}
@@ -321,10 +344,13 @@ public:
                     h.destroy();
             }
             bool await_ready() noexcept { return false; }
-            std::coroutine_handle<> await_suspend(std::coroutine_handle<> c) noexcept
+            bool await_suspend(std::coroutine_handle<> c) noexcept
             {
                 h.promise().continuation = c;
-                return h;
+                h.resume();
+                // Suspend only if the task has not finished: its final
+                // suspension resumes c then.
+                return !h.promise().handoff.exchange(true, std::memory_order_acq_rel);
             }
             T await_resume() { return h.promise().take(); }
         };
@@ -401,7 +427,10 @@ template <class T> detached run_root(task<T> t, root_state<T> *st)
 // task is a child that faio::block_on waits for; from a host thread or a
 // coroutine of another runtime it is independent (rt's destructor waits
 // for it). Throws faio::error if faio refuses, FAIO_EINVAL for an empty
-// (moved-from) t.
+// (moved-from) t. Nothing waits for its result: t is a task<void>. It runs
+// on after the statement that spawned it, so its coroutine must take its
+// parameters by value: a reference parameter bound to a temporary (a
+// std::string built in the call) refers to a destroyed object.
 inline void spawn(faio_runtime rt, task<void> t)
 {
     if (!t.valid())
@@ -445,7 +474,7 @@ namespace detail {
 
 // status_awaiter suspends, starts an operation with a faio_done_fn that
 // resumes it, and throws the status if it is not 0.
-template <class Start> class status_awaiter {
+template <class Start> class [[nodiscard]] status_awaiter {
 public:
     explicit status_awaiter(Start start) : start_(std::move(start)) {}
     bool await_ready() const noexcept { return false; }
@@ -480,7 +509,7 @@ private:
 };
 
 // io_awaiter is status_awaiter for a faio_io_fn: it returns the result.
-template <class Start> class io_awaiter {
+template <class Start> class [[nodiscard]] io_awaiter {
 public:
     explicit io_awaiter(Start start) : start_(std::move(start)) {}
     bool await_ready() const noexcept { return false; }
@@ -537,13 +566,17 @@ template <class Rep, class Period> std::uint64_t to_ns(std::chrono::duration<Rep
             return UINT64_MAX;
         return static_cast<std::uint64_t>(n);
     }
-    // Compared in d's own unit: a coarser one holds ns::max() truncated,
-    // while d converted to nanoseconds may not fit.
+    // Compared in d's own unit, counted in intmax_t at least: a coarser
+    // unit holds ns::max() truncated, while d converted to nanoseconds may
+    // not fit (and in a narrow count, an int of microseconds, ns::max()
+    // itself would wrap, making every such duration forever).
+    using W = std::chrono::duration<std::common_type_t<Rep, std::intmax_t>, Period>;
+    const W w = d;
     if constexpr (std::ratio_greater<Period, std::nano>::value) {
-        if (d >= std::chrono::duration_cast<D>(ns::max()))
+        if (w >= std::chrono::duration_cast<W>(ns::max()))
             return UINT64_MAX;
     }
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<ns>(d).count());
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<ns>(w).count());
 }
 
 // on_current turns start(rt, cb, arg) into the start of an awaiter that
@@ -588,7 +621,7 @@ template <class Rep, class Period> auto sleep(std::chrono::duration<Rep, Period>
 // queued behind the tasks already waiting, so they get to run first.
 inline auto yield()
 {
-    struct awaiter {
+    struct [[nodiscard]] awaiter {
         int rc = 0;
         bool await_ready() const noexcept { return false; }
         bool await_suspend(std::coroutine_handle<> h)
@@ -666,12 +699,13 @@ private:
 namespace detail {
 
 // lock_awaiter is co_await faio::lock(m): rt is m's runtime.
-class lock_awaiter {
+class [[nodiscard]] lock_awaiter {
 public:
     lock_awaiter(faio_mutex m, faio_runtime rt) noexcept : m_(m), rt_(rt) {}
 
     bool await_ready() noexcept
     {
+        status_ = 0; // an awaitable awaited again: not the last error
         if (foreign(rt_)) {
             status_ = FAIO_EINVAL; // refused before anything started
             return true;
@@ -729,7 +763,9 @@ inline detail::lock_awaiter lock(faio_mutex m)
 // Channel
 
 // channel<T> owns a faio_chan carrying values of a trivially copyable T no
-// larger than a pointer (int, enums, pointers, small structs).
+// larger than a pointer (int, enums, pointers, small structs). Its
+// destructor frees the channel and drops the values still buffered, as
+// faio_chan_free does: drain it first (try_recv) if they own memory.
 template <class T> class channel {
     static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(void *),
                   "faio::channel carries pointer-sized, trivially copyable values");
@@ -755,7 +791,7 @@ public:
     // FAIO_EINVAL and sends nothing (see the top of this file).
     auto send(T v)
     {
-        struct awaiter {
+        struct [[nodiscard]] awaiter {
             faio_chan ch;
             faio_runtime rt;
             void *item;
@@ -806,7 +842,7 @@ public:
     // FAIO_EINVAL, taking nothing, in a coroutine of another runtime.
     auto recv()
     {
-        struct awaiter {
+        struct [[nodiscard]] awaiter {
             faio_chan ch;
             faio_runtime rt;
             void *item = nullptr;
@@ -926,12 +962,15 @@ private:
 // I/O on the runtime of the coroutine that awaits it (looked up when the
 // co_await begins, not when the awaitable is made). Buffers are anything
 // std::span can view (arrays, std::array, std::vector, std::string,
-// std::span(ptr, len) or a subspan for raw memory or part of a buffer);
-// they must outlive the co_await, which they do when they live in the
-// coroutine frame. read and recv take a buffer variable or a view such as
-// a std::span, also as a temporary (faio::recv(fd, std::span(p, n))), but
-// not a temporary container, whose data would be lost. Results are byte
-// counts or descriptors; errors throw faio::error with the negated errno.
+// std::span(ptr, len) or a subspan for raw memory or part of a buffer) of
+// trivially copyable objects; they must outlive the co_await, which they do
+// when they live in the coroutine frame. read and recv take a buffer
+// variable or a view such as a std::span, also as a temporary
+// (faio::recv(fd, std::span(p, n))), but not a temporary container, whose
+// data would be lost. A string literal is an array: write("hi") sends its
+// terminating NUL too (pass std::string_view("hi") for two bytes). Results
+// are byte counts or descriptors; errors throw faio::error with the negated
+// errno.
 
 // msg_flags are the MSG_* flags of recv and send, typed so that a length
 // passed by mistake where flags go does not compile.

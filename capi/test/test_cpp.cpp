@@ -617,6 +617,30 @@ void test_mutex_of_another_runtime(faio::runtime &rt)
     mu.unlock();
 }
 
+faio::task<> lock_with(faio::detail::lock_awaiter &a, bool &locked)
+{
+    auto g = co_await a;
+    locked = g.owns_lock();
+}
+
+// A lock awaitable awaited again does not throw the error of its first
+// await: the second one took the lock at once (the fast path) and threw the
+// first's FAIO_EINVAL, leaving the mutex locked for ever (found by a
+// reviewer, with a FAIO_ECANCELED of a shutdown).
+void test_lock_awaited_again(faio::runtime &rt)
+{
+    faio::runtime other(1);
+    faio::mutex mu(other);
+    auto a = faio::lock(mu);
+    bool locked = false;
+    CHECK_THROWS(faio::block_on(rt, lock_with(a, locked)), FAIO_EINVAL); // another runtime's
+    CHECK(!locked);
+    faio::block_on(other, lock_with(a, locked)); // its own: locks, and the guard unlocks
+    CHECK(locked);
+    CHECK(mu.try_lock());
+    mu.unlock();
+}
+
 faio::task<bool> send_once(faio::channel<int> &ch, int v)
 {
     co_return co_await ch.send(v);
@@ -713,6 +737,43 @@ void test_assign_inside_coroutine(faio::runtime &rt)
     CHECK(target.stats().workers == 2);
 }
 
+faio::task<int> at_once(int i)
+{
+    co_return i;
+}
+
+faio::task<int> after_a_yield(int i)
+{
+    co_await faio::yield();
+    co_return i;
+}
+
+faio::task<long> await_in_a_loop(int n, int yielding)
+{
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+        // Not in one co_await of a conditional expression: g++ 12
+        // destroys its temporary task twice.
+        if (i % yielding == 0)
+            sum += co_await after_a_yield(i);
+        else
+            sum += co_await at_once(i);
+    }
+    co_return sum;
+}
+
+// A loop awaiting tasks that finish at once runs in constant stack, whatever
+// the compiler does with symmetric transfer: with g++ at -O0 or under
+// AddressSanitizer, which make no tail call there, 200,000 such awaits
+// overflowed a worker's stack (found by a reviewer). run.sh builds this test
+// at -O0 too. Every 250,000th task suspends first, which its final
+// suspension resumes.
+void test_await_loop(faio::runtime &rt)
+{
+    const int n = 1000000;
+    CHECK(faio::block_on(rt, await_in_a_loop(n, 250000)) == static_cast<long>(n) * (n - 1) / 2);
+}
+
 std::atomic<int> slept_forever;
 
 template <class D> faio::task<> sleep_for(D d)
@@ -754,6 +815,15 @@ void test_sleep_forever()
     CHECK(to_ns(std::chrono::duration<double>(NAN)) == 0);
     CHECK(to_ns(std::chrono::nanoseconds(7)) == 7);
     CHECK(to_ns(std::chrono::seconds(3)) == 3000000000ULL);
+    // Narrow counts of a coarser unit: ns::max() converted into them
+    // wrapped, and every one was forever (a reviewer's 100 µs sleep never
+    // woke).
+    CHECK(to_ns(std::chrono::duration<int, std::micro>(100)) == 100000);
+    CHECK(to_ns(std::chrono::duration<short, std::centi>(5)) == 50000000);
+    CHECK(to_ns(std::chrono::duration<std::uint32_t, std::micro>(3000000000U)) == 3000000000000ULL);
+    CHECK(to_ns(std::chrono::duration<int, std::milli>(2100000000)) == 2100000000000000ULL);
+    CHECK(to_ns(std::chrono::duration<std::uint64_t, std::nano>(UINT64_MAX - 1)) == UINT64_MAX - 1);
+    CHECK(to_ns(std::chrono::duration<std::int64_t, std::ratio<86400>>(200000)) == UINT64_MAX);
 }
 
 // ---- empty tasks ----
@@ -953,6 +1023,8 @@ int main(int argc, char **argv)
     run_test("c++: runtime move assignment inside a coroutine keeps both runtimes",
              [&] { test_assign_inside_coroutine(rt); });
     run_test("c++: a sleep of more than 292 years waits until shutdown", test_sleep_forever);
+    run_test("c++: a lock awaitable awaited again forgets its first error", [&] { test_lock_awaited_again(rt); });
+    run_test("c++: 1,000,000 awaits of finished tasks in a loop", [&] { test_await_loop(rt); });
     for (const auto &t : isolated_tests)
         run_isolated(t.name);
     std::printf("c++: %d passed, %d failed\n", passed, failed);
