@@ -67,7 +67,6 @@
 #include "faio.h"
 
 #include <array>
-#include <atomic>
 #include <bit>
 #include <chrono>
 #include <coroutine>
@@ -133,10 +132,38 @@ concept contiguous_buffer =
 template <class B>
 concept fillable_buffer = contiguous_buffer<B> && (std::is_lvalue_reference_v<B> || std::ranges::borrowed_range<B>);
 
+// Coroutines hand over to one another (a task starting when awaited, and
+// resuming its awaiter when it ends) through a trampoline instead of
+// resuming each other: hand_over leaves the next one in next_up and
+// suspends the caller, and resume, on the faio callback that got the
+// thread, runs it and every one handed over after it, one at a time.
+// Symmetric transfer would do the same in constant stack only where the
+// compiler makes a tail call of it, which g++ does only when optimising,
+// without sanitizers: a loop of 200,000 awaits of tasks that finish at
+// once overflowed a worker's stack at -O0, and at 20,000 under
+// AddressSanitizer.
+inline thread_local std::coroutine_handle<> next_up;
+
+inline std::coroutine_handle<> hand_over(std::coroutine_handle<> h) noexcept
+{
+    next_up = h;
+    return std::noop_coroutine();
+}
+
+// resume resumes h, then what it handed over, until none is left.
+inline void resume(std::coroutine_handle<> h)
+{
+    std::coroutine_handle<> outer = std::exchange(next_up, nullptr);
+    h.resume();
+    while (next_up)
+        std::exchange(next_up, nullptr).resume();
+    next_up = outer;
+}
+
 inline void resume_task(void *arg)
 {
     fast_streak = 0;
-    std::coroutine_handle<>::from_address(arg).resume();
+    resume(std::coroutine_handle<>::from_address(arg));
 }
 
 // foreign reports whether the caller is a coroutine of a runtime other
@@ -226,13 +253,10 @@ inline faio_runtime current()
 
 // ---------------------------------------------------------------------------
 // task<T>: a lazy coroutine; co_await starts it and resumes the awaiter when
-// it finishes. A task that finishes without suspending hands its result
-// back through a plain return, and one that suspended resumes its awaiter
-// from its final suspension: a loop awaiting such tasks uses no stack
-// whatever the compiler (symmetric transfer alone needs the tail call that
-// g++ makes only when optimising, without sanitizers), and a chain of
-// awaits uses a frame per task still running. T is a value type (a
-// reference is not supported: return a pointer or std::reference_wrapper).
+// it finishes, handing over through a trampoline (see detail::hand_over):
+// loops of awaits and chains of them (recursion) use no stack, whatever the
+// compiler does. T is a value type (a reference is not supported: return a
+// pointer or std::reference_wrapper).
 // co_await std::move(t) takes the coroutine out of t, as a move does: t is
 // then empty, like a task moved from. An empty task holds nothing to run:
 // co_await of one, and faio::block_on or faio::spawn given one, throw
@@ -281,10 +305,6 @@ template <class T> class [[nodiscard]] task {
 public:
     struct promise_type : detail::result_store<T> {
         std::coroutine_handle<> continuation = std::noop_coroutine();
-        // Set by the second of the awaiter's await_suspend (once the
-        // task has run up to its first suspension or its end) and the
-        // task's final suspension: that second one resumes the awaiter.
-        std::atomic<bool> handoff{false};
 
         task get_return_object() noexcept { return task(handle::from_promise(*this)); }
         std::suspend_always initial_suspend() noexcept { return {}; }
@@ -294,11 +314,7 @@ public:
                 bool await_ready() noexcept { return false; }
                 std::coroutine_handle<> await_suspend(handle h) noexcept
                 {
-                    // First: finished inside the awaiter's await_suspend,
-                    // which goes on with the awaiter itself.
-                    if (!h.promise().handoff.exchange(true, std::memory_order_acq_rel))
-                        return std::noop_coroutine();
-                    return h.promise().continuation;
+                    return detail::hand_over(h.promise().continuation);
                 }
                 void await_resume() noexcept {}
             };
@@ -344,13 +360,10 @@ public:
                     h.destroy();
             }
             bool await_ready() noexcept { return false; }
-            bool await_suspend(std::coroutine_handle<> c) noexcept
+            std::coroutine_handle<> await_suspend(std::coroutine_handle<> c) noexcept
             {
                 h.promise().continuation = c;
-                h.resume();
-                // Suspend only if the task has not finished: its final
-                // suspension resumes c then.
-                return !h.promise().handoff.exchange(true, std::memory_order_acq_rel);
+                return detail::hand_over(h);
             }
             T await_resume() { return h.promise().take(); }
         };
@@ -500,7 +513,7 @@ private:
         auto *a = static_cast<status_awaiter *>(arg);
         a->status_ = status;
         fast_streak = 0;
-        a->h_.resume();
+        resume(a->h_);
     }
 
     Start start_;
@@ -536,7 +549,7 @@ private:
         auto *a = static_cast<io_awaiter *>(arg);
         a->result_ = result;
         fast_streak = 0;
-        a->h_.resume();
+        resume(a->h_);
     }
 
     Start start_;
@@ -627,10 +640,13 @@ inline auto yield()
         bool await_suspend(std::coroutine_handle<> h)
         {
             faio_runtime rt{};
-            rc = faio_current(&rt);
-            if (rc == 0)
-                rc = faio_spawn(rt, &detail::resume_task, h.address());
-            return rc == 0;
+            int r = faio_current(&rt);
+            if (r == 0)
+                r = faio_spawn(rt, &detail::resume_task, h.address());
+            if (r == 0)
+                return true; // another worker may run h already: *this is its
+            rc = r;
+            return false;
         }
         void await_resume() const { detail::check(rc); }
     };
@@ -734,7 +750,7 @@ private:
         auto *a = static_cast<lock_awaiter *>(arg);
         a->status_ = st;
         fast_streak = 0;
-        a->h_.resume();
+        resume(a->h_);
     }
 
     faio_mutex m_;
@@ -831,7 +847,7 @@ public:
                 auto *a = static_cast<awaiter *>(arg);
                 a->status = st;
                 detail::fast_streak = 0;
-                a->h.resume();
+                detail::resume(a->h);
             }
         };
         return awaiter{ch_, rt_, encode(v)};
@@ -883,7 +899,7 @@ public:
                 a->item = it;
                 a->status = st;
                 detail::fast_streak = 0;
-                a->h.resume();
+                detail::resume(a->h);
             }
         };
         return awaiter{ch_, rt_};

@@ -762,16 +762,28 @@ faio::task<long> await_in_a_loop(int n, int yielding)
     co_return sum;
 }
 
-// A loop awaiting tasks that finish at once runs in constant stack, whatever
-// the compiler does with symmetric transfer: with g++ at -O0 or under
-// AddressSanitizer, which make no tail call there, 200,000 such awaits
-// overflowed a worker's stack (found by a reviewer). run.sh builds this test
-// at -O0 too. Every 250,000th task suspends first, which its final
-// suspension resumes.
+faio::task<long> await_deeper(int depth)
+{
+    if (depth == 0) {
+        co_await faio::yield(); // the way back up starts from a callback
+        co_return 0;
+    }
+    co_return 1 + co_await await_deeper(depth - 1);
+}
+
+// A loop awaiting tasks that finish at once, and a chain of 200,000 nested
+// awaits, run in constant stack whatever the compiler does: with g++ at -O0
+// or under AddressSanitizer, which make no tail call of symmetric
+// transfer, 200,000 awaits in a loop overflowed a worker's stack (found by
+// a reviewer), and so did the chain at -O2 with the first fix, which
+// resumed each task from its awaiter's await_suspend (found by the next
+// reviewer). run.sh builds this test at -O0 too. Every 250,000th task of
+// the loop suspends first, which its final suspension resumes.
 void test_await_loop(faio::runtime &rt)
 {
     const int n = 1000000;
     CHECK(faio::block_on(rt, await_in_a_loop(n, 250000)) == static_cast<long>(n) * (n - 1) / 2);
+    CHECK(faio::block_on(rt, await_deeper(200000)) == 200000);
 }
 
 std::atomic<int> slept_forever;
@@ -1024,7 +1036,7 @@ int main(int argc, char **argv)
              [&] { test_assign_inside_coroutine(rt); });
     run_test("c++: a sleep of more than 292 years waits until shutdown", test_sleep_forever);
     run_test("c++: a lock awaitable awaited again forgets its first error", [&] { test_lock_awaited_again(rt); });
-    run_test("c++: 1,000,000 awaits of finished tasks in a loop", [&] { test_await_loop(rt); });
+    run_test("c++: 1,000,000 awaits in a loop and 200,000 nested use no stack", [&] { test_await_loop(rt); });
     for (const auto &t : isolated_tests)
         run_isolated(t.name);
     std::printf("c++: %d passed, %d failed\n", passed, failed);
