@@ -140,6 +140,7 @@ func (o *fdOp) nowait() (runtime.Result, bool) {
 	}
 	// CurrentPos is -1: preadv2's "the file position".
 	n, ok := preadNowait(o.fd, o.buf, int64(o.off))
+	o.hit = ok
 	return runtime.Result{Res: int32(n)}, ok
 }
 

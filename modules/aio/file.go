@@ -488,7 +488,7 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 	}
 	op := &f.posOp
 	op.opcode, op.fd, op.buf, op.off = uring.OpRead, f.guard.fd, b, uring.CurrentPos
-	op.cached = f.cachedReads
+	op.cached, op.hit = f.cachedReads, false
 	res, serr := f.transfer(ctx, op, false)
 	if err := fileErr(res, serr); err != nil {
 		op.buf = nil
@@ -499,22 +499,21 @@ func (f *File) Read(ctx context.Context, b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	n := int(res.Res)
-	if op.cached && n < len(b) && runtime.InTask(ctx) {
+	for op.hit && n < len(b) {
 		// A task's read of a regular file takes first what the page
 		// cache holds, without waiting (see nowaitOp): a short count
-		// may be only that part, where os.File.Read, and Read from a
-		// goroutine, wait for the disk and return the whole. Read on,
-		// as ReadAt does: a read of the rest without waiting comes back
-		// with 0 at the end of the file, and one that would wait goes
-		// to the ring. An error there is the next Read's to report.
-		for n < len(b) {
-			op.buf = b[n:]
-			res, serr = f.transfer(ctx, op, false)
-			if fileErr(res, serr) != nil || res.Res <= 0 {
-				break
-			}
-			n += int(res.Res)
+		// from there may be only that part, where os.File.Read, and
+		// Read from a goroutine, wait for the disk and return the
+		// whole. Read on, as ReadAt does: a read of the rest without
+		// waiting comes back with 0 at the end of the file, and one
+		// that would wait goes to the ring, short only at the end of
+		// the file. An error there is the next Read's to report.
+		op.buf, op.hit = b[n:], false
+		res, serr = f.transfer(ctx, op, false)
+		if fileErr(res, serr) != nil || res.Res <= 0 {
+			break
 		}
+		n += int(res.Res)
 	}
 	op.buf = nil
 	return n, nil

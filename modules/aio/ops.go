@@ -24,6 +24,7 @@ type fdOp struct {
 	off    uint64
 	flags  int
 	cached bool // a read a task may first try in the page cache (nowait)
+	hit    bool // nowait made the read (set by nowait, for File.Read)
 	// kaio is set for a read or write of an O_DIRECT file, which a task
 	// on the portable backend submits to Linux AIO (kaio.go).
 	kaio *kaioFile
