@@ -253,7 +253,10 @@ func waitsForPeer(fd int) bool {
 // where it would wait, and a short count where only part fits, as the
 // ring completes it. An accept is made with the listening socket
 // non-blocking for the call (see acceptNoWait). A descriptor that refuses
-// RWF_NOWAIT (a terminal), or a kernel without it, gets the plain call.
+// RWF_NOWAIT (a terminal; timerfd, signalfd and inotify descriptors), or a
+// kernel or a seccomp filter without preadv2, gets the plain call, which
+// may block as before: making a terminal non-blocking would also make it
+// so for the shell that shares it.
 func (j *ioJob) callReady(fd int, peer bool) (uintptr, error) {
 	if peer {
 		switch j.op {
@@ -291,7 +294,9 @@ func (j *ioJob) rwNoWait(fd int) (r uintptr, ok bool, err error) {
 	switch err {
 	case nil:
 		return uintptr(n), true, nil
-	case unix.EOPNOTSUPP, unix.ENOSYS:
+	case unix.EOPNOTSUPP, unix.ENOSYS, unix.EPERM:
+		// EPERM: a seccomp filter refusing preadv2 so; a file that
+		// refuses the write itself refuses the plain call too.
 		return 0, false, nil
 	}
 	return 0, true, err
@@ -304,9 +309,11 @@ var acceptMu sync.Mutex
 
 // acceptNoWait makes j's accept4 on fd without waiting: a listening socket
 // the C program left blocking is non-blocking for the duration of the
-// call, its flags restored afterwards, as connect does for its own. (The
-// program's own accept on the socket in another thread at that instant
-// would fail with EAGAIN.)
+// call, its flags restored afterwards, as connect does for its own. The
+// flags belong to the open file description: at that instant an accept on
+// the socket elsewhere (another thread of the program, or a process it
+// shares the socket with, as a pre-fork server does) fails with EAGAIN,
+// and a change of its flags by the program is undone.
 func acceptNoWait(fd, flags int) (uintptr, error) {
 	acceptMu.Lock()
 	defer acceptMu.Unlock()
