@@ -137,7 +137,11 @@
 // Close has begun, and Yield on such a context, fail at once), so a task
 // in the Accept of a net.Listener adapter does not hold it. Waits on a
 // context that can never be cancelled (context.Background(),
-// context.WithoutCancel; a task's cleanup) run as usual.
+// context.WithoutCancel; a task's cleanup) run as usual, and so do waits on
+// a context cut from its task's cancellation by WithoutCancel and then
+// given its own (WithTimeout(WithoutCancel(ctx), d), a bounded cleanup):
+// its values still name the task, so it counts as derived from it, and it
+// ends with its own deadline or cancel.
 //
 // A task that fails (returns an error or panics) while nobody joins its
 // handle is not lost silently: the failure is reported once, to
