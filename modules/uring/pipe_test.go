@@ -157,7 +157,11 @@ func TestSpliceFromSocket(t *testing.T) {
 	if c := got[2]; c.Res >= 0 {
 		t.Fatalf("cancelled splice: res %d, want an error", c.Res)
 	}
-	if c := got[3]; c.Res != 0 && c.Err() != unix.EALREADY {
+	// The cancel's own result depends on where the kernel held the splice
+	// at that moment: 0 or EALREADY, and, once in a CI run on a loaded
+	// machine, ENOENT while the splice did end with an error. What counts
+	// is that the wait ended, checked above.
+	if c := got[3]; c.Res != 0 && c.Err() != unix.EALREADY && c.Err() != unix.ENOENT {
 		t.Fatalf("async cancel: res %d err %v", c.Res, c.Err())
 	}
 
