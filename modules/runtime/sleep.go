@@ -104,7 +104,7 @@ func Yield(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if t.rt.closing.Load() && ctx != context.Context(t) && ctx.Done() != nil && closeMisses(t, ctx) {
+		if ctx != context.Context(t) && t.rt.closing.Load() && ctx.Done() != nil && closeMisses(t, ctx) {
 			return ErrClosed
 		}
 		return nil
