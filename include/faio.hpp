@@ -141,11 +141,16 @@ concept fillable_buffer = contiguous_buffer<B> && (std::is_lvalue_reference_v<B>
 // compiler makes a tail call of it, which g++ does only when optimising,
 // without sanitizers: a loop of 200,000 awaits of tasks that finish at
 // once overflowed a worker's stack at -O0, and at 20,000 under
-// AddressSanitizer.
+// AddressSanitizer. Outside such a loop (a coroutine of another library
+// awaiting a faio::task on a thread of its own) hand_over falls back to
+// symmetric transfer.
 inline thread_local std::coroutine_handle<> next_up;
+inline thread_local bool trampolining = false;
 
 inline std::coroutine_handle<> hand_over(std::coroutine_handle<> h) noexcept
 {
+    if (!trampolining)
+        return h;
     next_up = h;
     return std::noop_coroutine();
 }
@@ -153,11 +158,13 @@ inline std::coroutine_handle<> hand_over(std::coroutine_handle<> h) noexcept
 // resume resumes h, then what it handed over, until none is left.
 inline void resume(std::coroutine_handle<> h)
 {
-    std::coroutine_handle<> outer = std::exchange(next_up, nullptr);
+    bool outer = std::exchange(trampolining, true);
+    std::coroutine_handle<> pending = std::exchange(next_up, nullptr);
     h.resume();
     while (next_up)
         std::exchange(next_up, nullptr).resume();
-    next_up = outer;
+    next_up = pending;
+    trampolining = outer;
 }
 
 inline void resume_task(void *arg)

@@ -786,6 +786,37 @@ void test_await_loop(faio::runtime &rt)
     CHECK(faio::block_on(rt, await_deeper(200000)) == 200000);
 }
 
+// A coroutine type of another library: it starts at once and runs on the
+// thread that calls it, outside every faio callback.
+struct foreign_coro {
+    struct promise_type {
+        foreign_coro get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+
+foreign_coro sum_outside_faio(long &out)
+{
+    long sum = 0;
+    for (int i = 0; i < 1000; i++)
+        sum += co_await at_once(i);
+    out = sum;
+}
+
+// Such a coroutine awaits faio tasks that need no faio operation: with no
+// trampoline on its thread, the hand-over is a symmetric transfer (it used
+// to leave the task for a trampoline that was not there, and the awaiter
+// suspended for ever).
+void test_task_awaited_outside_faio()
+{
+    long out = -1;
+    sum_outside_faio(out);
+    CHECK(out == 499500);
+}
+
 std::atomic<int> slept_forever;
 
 template <class D> faio::task<> sleep_for(D d)
@@ -1037,6 +1068,7 @@ int main(int argc, char **argv)
     run_test("c++: a sleep of more than 292 years waits until shutdown", test_sleep_forever);
     run_test("c++: a lock awaitable awaited again forgets its first error", [&] { test_lock_awaited_again(rt); });
     run_test("c++: 1,000,000 awaits in a loop and 200,000 nested use no stack", [&] { test_await_loop(rt); });
+    run_test("c++: a coroutine of another library awaits faio tasks", test_task_awaited_outside_faio);
     for (const auto &t : isolated_tests)
         run_isolated(t.name);
     std::printf("c++: %d passed, %d failed\n", passed, failed);
