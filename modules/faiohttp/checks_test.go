@@ -161,6 +161,13 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
 		"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+		// HTTP/1.0 keep-alive from the first Connection header's token
+		// list, as net/http decides it: faiohttp compared the whole
+		// value, and kept the connection on a later header's (found by
+		// a reviewer).
+		"GET / HTTP/1.0\r\nConnection: keep-alive, Upgrade\r\n\r\n",
+		"GET / HTTP/1.0\r\nConnection: Upgrade keep-alive\r\n\r\n",
+		"GET / HTTP/1.0\r\nConnection: foo\r\nConnection: keep-alive\r\n\r\n",
 		// Content-Length.
 		post + "Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
 		post + "Content-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
@@ -226,6 +233,10 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		post + "Expect: 200-ok\r\nContent-Length: 2\r\n\r\nhi",
 		"GET / HTTP/1.1\r\nHost: a\r\nExpect: something\r\n\r\n",
 		post + "Expect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
+		// A list separated by spaces names 100-continue too, as in
+		// net/http (it got a 417).
+		post + "Expect: foo 100-continue\r\nContent-Length: 3\r\n\r\nabc",
+		post + "Expect: foo,\t100-continue\r\nContent-Length: 3\r\n\r\nabc",
 		noread + "Expect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
 		noread + "Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
 	} {

@@ -662,3 +662,34 @@ func TestShutdownReturnsWhenItsContextEnds(t *testing.T) {
 		t.Errorf("Serve: %v", err)
 	}
 }
+
+// A new connection's first request gets ReadHeaderTimeout from the moment
+// the server waits for it, as in net/http, not from its first byte: a
+// client that sent "G" just before the deadline and the rest just before
+// the next held the connection for twice the timeout and was served
+// (found by a reviewer). Here the rest comes after the deadline: the
+// handler must not run, and the connection ends.
+func TestFirstRequestsHeaderTimeoutCountsFromTheWait(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	served := make(chan struct{}, 1)
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served <- struct{}{}
+		io.WriteString(w, "ok")
+	}), func(s *Server) { s.ReadHeaderTimeout = timeout })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(timeout * 7 / 10)
+	io.WriteString(c, "G")
+	time.Sleep(timeout * 7 / 10) // past the deadline of the wait
+	io.WriteString(c, "ET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, _ := io.ReadAll(c)
+	select {
+	case <-served:
+		t.Errorf("the request was served (%q), though its header came after ReadHeaderTimeout from the connection's start", resp)
+	default:
+	}
+}

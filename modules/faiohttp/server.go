@@ -516,10 +516,12 @@ func (c *conn) serve(ctx context.Context) {
 		if s.shutdown.Load() {
 			return
 		}
+		var waitStart time.Time
 		if d := s.idleTimeout(); d > 0 && !first {
 			c.nc.SetReadDeadline(time.Now().Add(d))
 		} else if d := s.readHeaderTimeout(); d > 0 {
-			c.nc.SetReadDeadline(time.Now().Add(d))
+			waitStart = time.Now()
+			c.nc.SetReadDeadline(waitStart.Add(d))
 		}
 		// The header read, from its first byte, may consume only so
 		// much (what bufio already holds of a pipelined request is
@@ -548,8 +550,16 @@ func (c *conn) serve(ctx context.Context) {
 			c.state.CompareAndSwap(stateIdle, stateNew)
 		}
 		// ReadTimeout counts from here, as ReadHeaderTimeout does: the
-		// header's time is part of the request's (net/http's rule).
+		// header's time is part of the request's (net/http's rule). A
+		// later request's time starts at its first byte, its wait for
+		// that being idle time; the first request's starts with the
+		// wait, as net/http's: a client that sent its first byte just
+		// before the deadline, and the rest just before the next, held
+		// a new connection for twice the timeout (found by a reviewer).
 		t0 := time.Now()
+		if first && !waitStart.IsZero() {
+			t0 = waitStart
+		}
 		if d := s.readHeaderTimeout(); d > 0 {
 			c.nc.SetReadDeadline(t0.Add(d))
 		}
@@ -576,6 +586,14 @@ func (c *conn) serve(ctx context.Context) {
 			return
 		}
 		afterPost = req.Method == http.MethodPost
+		if !req.ProtoAtLeast(1, 1) {
+			// An HTTP/1.0 connection stays only if the first
+			// Connection header lists keep-alive (commas, spaces or
+			// tabs between), as net/http's server decides it;
+			// http.ReadRequest's req.Close looks at every such
+			// header, and splits at commas only.
+			req.Close = !hasToken(req.Header.Get("Connection"), "keep-alive")
+		}
 		var hosts []string
 		switch {
 		case raw != nil:
@@ -800,16 +818,18 @@ func validHeaderValue(v string) bool {
 	return true
 }
 
-// hasToken reports whether the comma-separated list v has token, in any
-// case.
+// hasToken reports whether the list v has token, in any case. As in
+// net/http, the list's elements are separated by commas, spaces or tabs.
 func hasToken(v, token string) bool {
-	for f := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(textproto.TrimString(f), token) {
+	for f := range strings.FieldsFuncSeq(v, isTokenSeparator) {
+		if strings.EqualFold(f, token) {
 			return true
 		}
 	}
 	return false
 }
+
+func isTokenSeparator(r rune) bool { return r == ',' || r == ' ' || r == '\t' }
 
 func isAlnum(b byte) bool {
 	return '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
@@ -1607,7 +1627,7 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 	}
 	if w.closeAfter && w.req.ProtoAtLeast(1, 1) {
 		h.Set("Connection", "close")
-	} else if !w.req.ProtoAtLeast(1, 1) && !w.closeAfter && strings.EqualFold(w.req.Header.Get("Connection"), "keep-alive") {
+	} else if !w.req.ProtoAtLeast(1, 1) && !w.closeAfter {
 		h.Set("Connection", "keep-alive")
 	}
 	line := out.AvailableBuffer()
