@@ -535,3 +535,25 @@ func TestShutdownClosesASilentTLSConnection(t *testing.T) {
 		t.Errorf("the silent connection is still open after Shutdown: %v", err)
 	}
 }
+
+// The trailers of a chunked request reach the handler once it has read
+// the body, declared (Trailer: X-T) or not, as in net/http. Undeclared
+// ones did not: the body merged them into the request it was read with,
+// not into the handler's copy (found by a differential review).
+func TestUndeclaredTrailersReachTheHandler(t *testing.T) {
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%v", r.Trailer)
+	}), nil)
+	for _, c := range []struct{ declared, want string }{
+		{"", "map[X-T:[v]]"},
+		{"Trailer: X-T\r\n", "map[X-T:[v]]"},
+	} {
+		req := "POST / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n" + c.declared +
+			"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: v\r\n\r\n"
+		got := rawExchange(t, addr, req, 10*time.Second)
+		if !strings.HasSuffix(got, c.want) {
+			t.Errorf("%q: the handler saw trailers %q, want %s", c.declared, got[strings.LastIndex(got, "\r\n")+2:], c.want)
+		}
+	}
+}

@@ -854,6 +854,14 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 	rc.Context, rc.cancel = context.WithCancel(ctx)
 	rc.conn, rc.task = c, ctx
 	defer rc.end()
+	if req.Trailer == nil && len(req.TransferEncoding) > 0 {
+		// The body merges the trailers it reads into the request it
+		// was read with, whose Trailer WithContext copies: a nil one
+		// would be replaced there alone, and the handler's copy would
+		// see no trailer the client did not declare (net/http's does).
+		// A map of their own is shared by both.
+		req.Trailer = http.Header{}
+	}
 	req = req.WithContext(rc)
 	w.req = req
 	if req.Body == nil || req.Body == http.NoBody {
