@@ -346,18 +346,26 @@ static void tcp_root(void *arg)
                           sizeof listen_addr, connected, &client), 0);
 }
 
+/* loopback_listener returns a TCP socket listening on an ephemeral port of
+ * 127.0.0.1, blocking, and stores its address in addr. */
+static int loopback_listener(struct sockaddr_in *addr)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof *addr;
+    CHECK(bind(fd, (struct sockaddr *)addr, sizeof *addr) == 0);
+    CHECK(listen(fd, 8) == 0);
+    CHECK(getsockname(fd, (struct sockaddr *)addr, &len) == 0);
+    return fd;
+}
+
 static void test_tcp(void)
 {
     memset(&server, 0, sizeof server);
     memset(&client, 0, sizeof client);
-    listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    memset(&listen_addr, 0, sizeof listen_addr);
-    listen_addr.sin_family = AF_INET;
-    listen_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof listen_addr;
-    CHECK(bind(listen_fd, (struct sockaddr *)&listen_addr, sizeof listen_addr) == 0);
-    CHECK(listen(listen_fd, 8) == 0);
-    CHECK(getsockname(listen_fd, (struct sockaddr *)&listen_addr, &len) == 0);
+    listen_fd = loopback_listener(&listen_addr);
     client.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_RC(faio_block_on(rt, tcp_root, NULL), 0);
     CHECK(client.got == (int64_t)sizeof hello);
@@ -725,15 +733,8 @@ static void test_blocking_descriptors(void)
     {
         faio_runtime r = new_runtime(0);
         struct blocking_op ops[BLOCKING_OPS] = {0};
-        int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_in addr;
-        memset(&addr, 0, sizeof addr);
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof addr;
-        CHECK(bind(lfd, (struct sockaddr *)&addr, sizeof addr) == 0);
-        CHECK(listen(lfd, 8) == 0);
-        CHECK(getsockname(lfd, (struct sockaddr *)&addr, &len) == 0);
+        int lfd = loopback_listener(&addr);
         for (int i = 0; i < BLOCKING_OPS; i++)
             CHECK_RC(faio_accept(r, lfd, SOCK_CLOEXEC, blocking_op_done, &ops[i]), 0);
         usleep(20000);
