@@ -557,7 +557,9 @@ func (c *conn) serve(ctx context.Context) {
 		// before the deadline, and the rest just before the next, held
 		// a new connection for twice the timeout (found by a reviewer).
 		t0 := time.Now()
-		if first && !waitStart.IsZero() {
+		if first && !waitStart.IsZero() && s.TLSConfig == nil {
+			// (Under TLS the wait included the handshake, after
+			// which net/http starts the header's time afresh.)
 			t0 = waitStart
 		}
 		if d := s.readHeaderTimeout(); d > 0 {
