@@ -557,3 +557,23 @@ func TestUndeclaredTrailersReachTheHandler(t *testing.T) {
 		}
 	}
 }
+
+// A handler that panics (http.ErrAbortHandler, or another value) after
+// streaming part of its response has that part sent whole before the
+// connection closes, as net/http's final flush sends it: faiohttp sent
+// only what had left its 4 KiB buffer (3,965 of 6,000 bytes; found by a
+// differential review). The response stays cut off: no final chunk.
+func TestPanicAfterStreamingSendsWhatWasWritten(t *testing.T) {
+	for _, v := range []any{http.ErrAbortHandler, "boom"} {
+		addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for range 6 {
+				w.Write(bytes.Repeat([]byte("x"), 1000))
+			}
+			panic(v)
+		}), func(s *Server) { s.ErrorLog = func(string, ...any) {} })
+		got := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 10*time.Second)
+		if n := strings.Count(got, "x"); n < 6000 || strings.HasSuffix(got, "0\r\n\r\n") {
+			t.Errorf("panic(%v) after 6,000 bytes: the client got %d of them, ending %q", v, n, got[max(0, len(got)-20):])
+		}
+	}
+}

@@ -907,7 +907,16 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 		handler.ServeHTTP(w, req)
 	}()
 	rc.end()
-	if w.abort || c.hijacked {
+	if c.hijacked {
+		return false
+	}
+	if w.abort {
+		// What the response had sent is sent whole before the
+		// connection closes, as net/http's final flush does: a
+		// streamed response cut off by the panic lost the part still
+		// in the connection's buffer (found by a reviewer). A response
+		// not begun has sent nothing, and sends nothing.
+		c.bw.Flush()
 		return false
 	}
 	// The rest of the body must be read before the next request, and is
