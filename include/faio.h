@@ -183,8 +183,14 @@ enum faio_backend {
      * with poll(2) on a thread of its own (fine for a fallback, not for
      * thousands of them), so its descriptor must stay open until it
      * completes. Each completes with FAIO_ECANCELED once faio_runtime_free
-     * begins (the poll(2) ones within 50 ms). faio_connect makes the
-     * socket non-blocking while it waits and restores its flags. */
+     * begins (the poll(2) ones within 50 ms): once poll(2) finds the
+     * descriptor ready, the call itself does not wait (RWF_NOWAIT on
+     * pipes, sockets and devices), except on a terminal or a timerfd,
+     * signalfd or inotify descriptor, whose read another reader can leave
+     * blocked past faio_runtime_free. faio_connect makes the socket
+     * non-blocking while it waits, and faio_accept for the accept call
+     * itself (other processes sharing the socket see it then); both
+     * restore its flags. */
     FAIO_BACKEND_PORTABLE = 2
 };
 
