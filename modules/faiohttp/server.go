@@ -86,13 +86,17 @@ type Server struct {
 	// TLSConfig, if set, makes every connection TLS (crypto/tls over the
 	// faio connection, the handshake done in the connection's task).
 	TLSConfig *tls.Config
-	// ReadTimeout bounds reading one request, body included;
-	// ReadHeaderTimeout the header alone (default: ReadTimeout).
+	// ReadTimeout bounds reading one request, body included, from the
+	// first byte of its header (a new connection's first request: from
+	// the connection's start); ReadHeaderTimeout the header alone
+	// (zero: ReadTimeout). Zero or negative: no bound.
 	ReadTimeout, ReadHeaderTimeout time.Duration
 	// WriteTimeout bounds writing one response.
 	WriteTimeout time.Duration
 	// IdleTimeout bounds the wait for the next request on a kept-alive
-	// connection (default: ReadTimeout).
+	// connection (zero: ReadTimeout; negative: no bound). Without one,
+	// that wait is not bounded: ReadHeaderTimeout starts with the
+	// request's first byte, as in net/http.
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and header (default
 	// http.DefaultMaxHeaderBytes, 1 MiB); a larger one gets 431.
@@ -516,18 +520,35 @@ func (c *conn) serve(ctx context.Context) {
 		if s.shutdown.Load() {
 			return
 		}
+		// A later request's wait is bounded by the idle timeout alone:
+		// without one it is not bounded, as in net/http, where a
+		// ReadHeaderTimeout alone closed a kept-alive connection that
+		// was idle for that long.
 		var waitStart time.Time
-		if d := s.idleTimeout(); d > 0 && !first {
-			c.nc.SetReadDeadline(time.Now().Add(d))
-		} else if d := s.readHeaderTimeout(); d > 0 {
+		if !first {
+			if d := s.idleTimeout(); d > 0 {
+				c.nc.SetReadDeadline(time.Now().Add(d))
+			} else {
+				c.nc.SetReadDeadline(time.Time{})
+			}
+		} else {
 			waitStart = time.Now()
-			c.nc.SetReadDeadline(waitStart.Add(d))
+			if d := s.readHeaderTimeout(); d > 0 {
+				c.nc.SetReadDeadline(waitStart.Add(d))
+			}
 		}
 		// The header read, from its first byte, may consume only so
 		// much (what bufio already holds of a pipelined request is
 		// not counted again, as in net/http).
 		c.lr.n = int64(maxHeader) + 4096 // net/http's slack for the request line
-		if _, err := c.br.Peek(1); err != nil {
+		// A later request's first four bytes come under the idle
+		// timeout, as net/http waits for them; a new connection's
+		// first byte.
+		peek := 1
+		if !first {
+			peek = 4
+		}
+		if _, err := c.br.Peek(peek); err != nil {
 			if c.lr.hitLimit {
 				c.badRequest(err)
 			}
@@ -557,13 +578,15 @@ func (c *conn) serve(ctx context.Context) {
 		// before the deadline, and the rest just before the next, held
 		// a new connection for twice the timeout (found by a reviewer).
 		t0 := time.Now()
-		if first && !waitStart.IsZero() && s.TLSConfig == nil {
+		if first && s.TLSConfig == nil {
 			// (Under TLS the wait included the handshake, after
 			// which net/http starts the header's time afresh.)
 			t0 = waitStart
 		}
 		if d := s.readHeaderTimeout(); d > 0 {
 			c.nc.SetReadDeadline(t0.Add(d))
+		} else if !first {
+			c.nc.SetReadDeadline(time.Time{}) // the idle timeout's, ended
 		}
 		// http.ReadRequest drops the Host header, and takes req.Host
 		// from a target in absolute or authority form instead: then
@@ -675,15 +698,18 @@ func (c *conn) lingerClose() {
 	c.br.Discard(math.MaxInt)
 }
 
+// readHeaderTimeout and idleTimeout fall back to ReadTimeout when their
+// own field is zero, as net/http's do; a negative one means no timeout,
+// not ReadTimeout's.
 func (s *Server) readHeaderTimeout() time.Duration {
-	if s.ReadHeaderTimeout > 0 {
+	if s.ReadHeaderTimeout != 0 {
 		return s.ReadHeaderTimeout
 	}
 	return s.ReadTimeout
 }
 
 func (s *Server) idleTimeout() time.Duration {
-	if s.IdleTimeout > 0 {
+	if s.IdleTimeout != 0 {
 		return s.IdleTimeout
 	}
 	return s.ReadTimeout
@@ -697,8 +723,10 @@ func (c *conn) badRequest(err error) {
 	case c.lr.hitLimit:
 		code, text = http.StatusRequestHeaderFieldsTooLarge, "431 Request Header Fields Too Large"
 		c.linger = true // the rest of the header is on its way
-	case isTimeout(err), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	case isTimeout(err), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return // the client went away or was too slow: nothing to say
+		// (A header cut short, io.ErrUnexpectedEOF, gets the 400:
+		// the client may still read, as net/http answers it.)
 	case fmt.Sprintf("%T", err) == "*http.unsupportedTEError":
 		// A Transfer-Encoding other than one "chunked": RFC 9112 6.1
 		// says 501, as net/http answers (which tests for that type; it
@@ -718,7 +746,14 @@ func (c *conn) reject(code int, text string) {
 	if d := c.srv.WriteTimeout; d > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(d))
 	}
-	fmt.Fprintf(c.rwc, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s", code, http.StatusText(code), text)
+	// A text that names the status and a reason ("400 Bad Request:
+	// missing required Host header") is the status line's reason phrase
+	// too, as in net/http's refusals.
+	reason := http.StatusText(code)
+	if status := strconv.Itoa(code) + " "; strings.HasPrefix(text, status+reason+": ") {
+		reason = text[len(status):]
+	}
+	fmt.Fprintf(c.rwc, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s", code, reason, text)
 }
 
 // checkRequest makes the checks that net/http's server makes on a request
@@ -1361,7 +1396,12 @@ type response struct {
 	werr error
 }
 
-const bufferLimit = 4096
+// bufferLimit is how much of a body is held back before the header is
+// sent: a handler that writes no more than this and returns gets a
+// Content-Length, a longer body is chunked (net/http's
+// bufferBeforeChunkingSize; at 4096, bodies of 2049 to 4096 bytes were
+// framed differently from net/http's).
+const bufferLimit = 2048
 
 func (w *response) Header() http.Header { return w.header }
 
