@@ -66,11 +66,13 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/faio-go/faio/modules/aio"
@@ -117,11 +119,18 @@ var ErrServerClosed = http.ErrServerClosed
 
 // Serve accepts connections on ln and serves each in a task of its own,
 // spawned under ctx, until Shutdown or Close (then it returns
-// ErrServerClosed) or ctx is cancelled. Called from a task, the accept loop
-// runs in that task; from a plain goroutine, ctx must name a runtime
+// ErrServerClosed), ctx is cancelled (then it returns ctx's error), or ln
+// fails for good (closed, not listening, a nil or zero Listener: that
+// error). Accept errors that pass, such as running out of descriptors, are
+// logged and retried, waiting from 5 ms up to 1 s. Serve always closes ln,
+// as net/http's Serve closes its listener. Called from a task, the accept
+// loop runs in that task; from a plain goroutine, ctx must name a runtime
 // (runtime.WithRuntime) and Serve blocks until the loop and every
 // connection have ended.
 func (s *Server) Serve(ctx context.Context, ln *aio.Listener) error {
+	if ctx == nil {
+		return fmt.Errorf("faiohttp: Serve: %w", runtime.ErrNilContext)
+	}
 	if runtime.Current(ctx) == nil {
 		rt := runtime.RuntimeOf(ctx)
 		if rt == nil {
@@ -149,10 +158,14 @@ func (s *Server) Serve(ctx context.Context, ln *aio.Listener) error {
 }
 
 func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
+	// Closed whichever way the loop ends: left open after ctx's end, it
+	// took connections into its backlog that nobody would answer (found
+	// by a reviewer). Waited for even then, so that a dial after Serve
+	// returned is refused.
+	defer ln.Close(context.WithoutCancel(ctx))
 	s.mu.Lock()
 	if s.shutdown.Load() {
 		s.mu.Unlock()
-		ln.Close(ctx)
 		return ErrServerClosed
 	}
 	if s.listeners == nil {
@@ -179,7 +192,7 @@ func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, net.ErrClosed) {
+			if acceptFatal(err) {
 				return err
 			}
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
@@ -201,6 +214,20 @@ func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
 			return struct{}{}, nil
 		})
 	}
+}
+
+// acceptFatal reports whether err, from Accept, says that the listener
+// itself cannot accept: closed, not a listening socket, a nil or zero
+// Listener, a closed runtime. Serve returns those; it retried them every
+// second for good (found by a reviewer). Anything else is retried after a
+// wait: no descriptor or memory left (net/http's temporary errors), and
+// the errors of a connection that failed in the backlog, which accept(2)
+// passes on and its manual says to retry.
+func acceptFatal(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrInvalid) ||
+		errors.Is(err, syscall.EBADF) || errors.Is(err, syscall.ENOTSOCK) ||
+		errors.Is(err, syscall.EFAULT) || errors.Is(err, runtime.ErrClosed) ||
+		errors.Is(err, runtime.ErrNilContext)
 }
 
 // track adds or removes a connection; adding fails after Shutdown.
