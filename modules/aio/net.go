@@ -43,7 +43,14 @@ func ipNetwork(network, base string) string {
 // host names and service names go to net.DefaultResolver on a goroutine
 // (see offload). An empty or missing host means the unspecified address
 // when listening and the loopback address when dialling, as in package net.
+// So does, when listening on "tcp" or "udp", a literal unspecified address,
+// 0.0.0.0 included: package net listens dual-stack there too (faio listened
+// on IPv4 alone, found by a reviewer). An empty address is ":0" when
+// listening, as in package net.
 func resolve(ctx context.Context, network, ipNet, address string, listen bool) ([]netip.AddrPort, error) {
+	if listen && address == "" {
+		address = ":0"
+	}
 	host, portStr, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
@@ -59,6 +66,9 @@ func resolve(ctx context.Context, network, ipNet, address string, listen bool) (
 	default:
 		if a, perr := netip.ParseAddr(host); perr == nil {
 			addrs = []netip.Addr{a}
+			if listen && ipNet == "ip" && a.IsUnspecified() {
+				addrs = defaultAddrs(ipNet, listen)
+			}
 			break
 		}
 		var lerr error
@@ -267,9 +277,10 @@ func Listen(ctx context.Context, network, address string) (*Listener, error) {
 //
 // For network "tcp", "tcp4" or "tcp6", address is host:port with a
 // literal IP, a host name (resolved with net.DefaultResolver; the first
-// usable address is bound) or an empty host (every local address,
-// dual-stack for "tcp"); port 0 picks a free port (see Addr). SO_REUSEADDR
-// is set. ctx bounds the name resolution.
+// usable address is bound) or an empty or unspecified host (every local
+// address: "", "0.0.0.0" and "::" listen dual-stack for "tcp", as in
+// package net); port 0 picks a free port (see Addr), and so does an empty
+// address. SO_REUSEADDR is set. ctx bounds the name resolution.
 //
 // For network "unix" (SOCK_STREAM) or "unixpacket" (SOCK_SEQPACKET: each
 // Write is one message, each Read returns at most one), address is a file
