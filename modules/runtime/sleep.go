@@ -12,15 +12,19 @@ import (
 // it wakes no earlier than asked and, on an idle machine, within about one
 // TimerResolution after. It returns ctx.Err() at once if ctx is cancelled
 // first. Outside a task it sleeps the calling goroutine on a Go timer. A
-// zero or negative d returns ctx.Err() without waiting. A nil ctx is
-// refused with ErrNilContext, as by every call of the runtime that takes a
-// context.
+// zero or negative d returns ctx.Err() without waiting; in a task it is
+// charged to the task's cooperative budget, as any operation that completes
+// at once (see Consume), so a loop of them lets the worker's other tasks
+// run. A nil ctx is refused with ErrNilContext, as by every call of the
+// runtime that takes a context.
 func Sleep(ctx context.Context, d time.Duration) error {
 	if ctx == nil {
 		return ErrNilContext
 	}
 	if d <= 0 {
-		return ctx.Err()
+		// Charged: a loop of Sleep(ctx, 0) held its worker for good
+		// (found by a reviewer).
+		return ConsumeCurrent(ctx)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -40,7 +44,9 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	return sleepGoroutine(ctx, time.Now().Add(d))
 }
 
-// SleepUntil is Sleep until the instant deadline.
+// SleepUntil is Sleep until the instant deadline. A deadline that has
+// passed is charged to the task's budget, as Sleep's zero d: so is the
+// tick of an Interval that is behind.
 func SleepUntil(ctx context.Context, deadline time.Time) error {
 	if ctx == nil {
 		return ErrNilContext
@@ -51,6 +57,9 @@ func SleepUntil(ctx context.Context, deadline time.Time) error {
 	if t := taskFor(ctx); t != nil {
 		now := time.Now()
 		if !deadline.After(now) {
+			if t.charge() {
+				return t.yieldSpent(ctx)
+			}
 			return nil
 		}
 		c := t.coro.Load()

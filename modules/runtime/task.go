@@ -281,6 +281,14 @@ func (t *Task) Err() error {
 func (t *Task) errSlow() error {
 	f := t.flags.Load()
 	if f&flagCancelled != 0 {
+		// The flag rises and Done closes in one hold of t.mu (mark):
+		// once that hold is over, Done is closed. context.Context
+		// says Err is nil while Done is open; a goroutine saw
+		// Canceled here with Done still open until notify ran (found
+		// by a reviewer).
+		t.mu.Lock()
+		//lint:ignore SA2001 the empty hold is the wait for mark's
+		t.mu.Unlock()
 		return cancelErr(f)
 	}
 	if f&flagLinked == 0 && t.treeParent != nil {
@@ -309,6 +317,12 @@ func (t *Task) errSlow() error {
 
 // Value returns the task itself for the runtime's key and otherwise asks
 // the context the task was spawned with.
+//
+// So context.Cause of a task's context reports the cause of its nearest
+// context.WithCancelCause ancestor, as for any Context implemented outside
+// package context: a task cancelled before that ancestor (through its
+// handle, say) reports context.Canceled, and the ancestor's cause once the
+// ancestor is cancelled too.
 func (t *Task) Value(key any) any {
 	if _, ok := key.(taskKey); ok {
 		return t
@@ -500,8 +514,10 @@ func (t *Task) markKidsLocked(err error, marked []*Task) []*Task {
 }
 
 // mark is the first half of cancel: it sets the task's error, unless it
-// has one, and reports whether it did. Until notify has run, nothing tells
-// of the cancellation but Err.
+// has one, and reports whether it did, and closes Done. t.mu must be held:
+// Err, which sees the error first, waits for that hold to end, and so
+// never answers before Done is closed. Until notify has run, nothing else
+// tells of the cancellation.
 //
 // The error is one of the two a context's Err may return (context.Context
 // says so), so it is kept as a bit beside flagCancelled, set with it in one
@@ -519,17 +535,21 @@ func (t *Task) mark(err error) bool {
 			return false
 		}
 		if t.flags.CompareAndSwap(f, f|set) {
+			if e := t.ext; e != nil && e.doneCh != nil && e.doneCh != closedChan {
+				close(e.doneCh)
+				e.doneCh = closedChan
+			}
 			return true
 		}
 	}
 }
 
 // notify is the second half of cancel, for the tasks whose error one cancel
-// set (mark), listed parents before children: it closes their Done channels
-// and ends their waits, parents first, then runs their AfterFunc callbacks,
-// children first, in the order the cancellation had when each task pushed
-// it to its children itself. It runs with no lock held: a callback may
-// cancel any task, these included.
+// set (mark, which closed their Done channels), listed parents before
+// children: it ends their waits, parents first, then runs their AfterFunc
+// callbacks, children first, in the order the cancellation had when each
+// task pushed it to its children itself. It runs with no lock held: a
+// callback may cancel any task, these included.
 func notify(marked []*Task) {
 	type callbacks struct {
 		afs      []*afterFunc
@@ -542,9 +562,7 @@ func notify(marked []*Task) {
 		if e := t.ext; e != nil {
 			cb.unfollow, e.follow = e.follow, nil
 			if e.doneCh == nil {
-				e.doneCh = closedChan
-			} else if e.doneCh != closedChan {
-				close(e.doneCh)
+				e.doneCh = closedChan // (mark closed one made before)
 			}
 			cb.afs = e.afterFuncs
 			e.afterFuncs = nil
@@ -647,7 +665,12 @@ func (t *Task) linkSlow() {
 	// markKidsLocked would have. The rest of the cancellation follows the
 	// unlock.
 	pf := p.flags.Load()
-	marked := pf&flagCancelled != 0 && t.mark(cancelErr(pf))
+	marked := false
+	if pf&flagCancelled != 0 {
+		t.mu.Lock() // parent before child, as everywhere
+		marked = t.mark(cancelErr(pf))
+		t.mu.Unlock()
+	}
 	t.flags.Or(flagLinked)
 	if t.kids.Load() == kidsFinished {
 		// t finished with no child left: it leaves the tree, or has
