@@ -165,6 +165,10 @@ type (
 // ErrAlreadySet is returned by Promise.Set after the first Set.
 var ErrAlreadySet = fsync.ErrAlreadySet
 
+// ErrTooManyPermits is returned by Semaphore.Acquire for more permits than
+// the semaphore's size.
+var ErrTooManyPermits = fsync.ErrTooManyPermits
+
 // NewSemaphore returns a semaphore with n permits.
 func NewSemaphore(n int64) *Semaphore { return fsync.NewSemaphore(n) }
 

@@ -107,9 +107,12 @@ func (r *Receiver[T]) try() (v T, done bool, err error) {
 //	for v := range rx.All(ctx) { ... }
 //
 // The loop ends when the channel is closed and drained, when this Receiver
-// is closed, or when ctx ends; ctx.Err() tells the last case apart, and
-// AllErr reports the reason itself. Breaking out of the loop takes no
-// value that the body does not see.
+// is closed, when ctx ends, or when Recv fails otherwise: runtime.ErrClosed
+// for a task waiting on a context that is not its own while its runtime
+// closes, runtime.ErrNilContext for a nil ctx. ctx.Err() tells the third
+// case apart; AllErr reports the reason itself, and is the form to use
+// where the other cases matter. Breaking out of the loop takes no value
+// that the body does not see.
 func (r *Receiver[T]) All(ctx context.Context) iter.Seq[T] {
 	return func(yield func(T) bool) {
 		for {
@@ -123,8 +126,9 @@ func (r *Receiver[T]) All(ctx context.Context) iter.Seq[T] {
 
 // AllErr is All that also reports why it stopped: it yields (v, nil) for
 // each value received and, if the loop ended for any reason other than the
-// channel or this Receiver being closed (that is, because ctx ended), a
-// last (zero, ctx.Err()).
+// channel or this Receiver being closed, a last (zero, err) with Recv's
+// error: ctx.Err(), or runtime.ErrClosed or runtime.ErrNilContext (see
+// All).
 func (r *Receiver[T]) AllErr(ctx context.Context) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		for {

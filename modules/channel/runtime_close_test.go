@@ -89,3 +89,49 @@ func TestRuntimeCloseKeepsChannelItems(t *testing.T) {
 		}
 	}
 }
+
+// A task ranging over AllErr with a context of its own learns of its
+// runtime's Close from a last runtime.ErrClosed; All ends then too, as its
+// doc says, with the channel still open.
+func TestAllErrReportsRuntimeClose(t *testing.T) {
+	rt, err := runtime.New(runtime.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tx, rx := New[int](1)
+	defer tx.Close()
+	out, ended := make(chan error, 1), make(chan struct{})
+	runtime.SpawnOn(rt, func(ctx context.Context) (int, error) {
+		var last error
+		for _, err := range rx.AllErr(own) {
+			last = err
+		}
+		out <- last
+		return 0, nil
+	})
+	runtime.SpawnOn(rt, func(ctx context.Context) (int, error) {
+		for range rx.Clone().All(own) {
+		}
+		close(ended)
+		return 0, nil
+	})
+	time.Sleep(20 * time.Millisecond)
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-out:
+		if !errors.Is(err, runtime.ErrClosed) {
+			t.Errorf("AllErr's last error: %v, want runtime.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the AllErr loop had not ended 5 s after Close")
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the All loop had not ended 5 s after Close")
+	}
+}

@@ -23,7 +23,8 @@ type Cond struct {
 }
 
 // Wait waits until pred() reports true. mu must be locked by the caller
-// (Wait panics if mu is not locked at all); pred is called with mu held. While pred is false Wait unlocks mu, waits
+// (Wait panics if mu is not locked at all, before calling pred); pred is
+// called with mu held. While pred is false Wait unlocks mu, waits
 // for a Signal or Broadcast, locks mu again and re-evaluates pred. Wait
 // returns with mu locked in every case: nil once pred is true, or ctx.Err()
 // if ctx is done while it waits (pred is then not re-evaluated).
@@ -45,6 +46,10 @@ func (c *Cond) Wait(ctx context.Context, mu *Mutex, pred func() bool) error {
 	if mu == nil {
 		panic("faio/sync: Cond.Wait with a nil mutex")
 	}
+	// Before pred, which reads what mu guards: with a true pred, an
+	// unlocked mu returned nil, and the caller went on to unlock it
+	// (found by a reviewer).
+	mustBeLocked(mu)
 	if pred == nil {
 		return c.wait(ctx, mu)
 	}
@@ -61,12 +66,7 @@ func (c *Cond) Wait(ctx context.Context, mu *Mutex, pred func() bool) error {
 // away: so a Signal issued by the next holder of mu always finds the
 // waiter queued, and always finds it suspended.
 func (c *Cond) wait(ctx context.Context, mu *Mutex) error {
-	if mu.state.Load() == nil {
-		// Here, on the caller's goroutine, where a task's panic is its
-		// own; register's Unlock would panic on the worker, ending the
-		// process.
-		panic("faio/sync: Cond.Wait with an unlocked mutex")
-	}
+	mustBeLocked(mu)
 	w := new(waiter)
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		c.mu.Lock()
@@ -94,6 +94,15 @@ func (c *Cond) wait(ctx context.Context, mu *Mutex) error {
 	// register unlocked mu.
 	_ = mu.Lock(context.WithoutCancel(ctx))
 	return err
+}
+
+// mustBeLocked panics if mu is not locked. Here, on the caller's
+// goroutine, where a task's panic is its own; register's Unlock would
+// panic on the worker, ending the process.
+func mustBeLocked(mu *Mutex) {
+	if mu.state.Load() == nil {
+		panic("faio/sync: Cond.Wait with an unlocked mutex")
+	}
 }
 
 // Signal wakes the longest-waiting waiter, if any. The caller may hold the

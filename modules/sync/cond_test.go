@@ -306,6 +306,18 @@ func TestCondWaitWithAnUnlockedMutexFailsTheTask(t *testing.T) {
 		}()
 		_ = c.Wait(context.Background(), &m, nil)
 	}()
+	// With a predicate that holds, too, before pred reads what m
+	// guards: Wait returned nil with m unlocked, and its caller then
+	// unlocked m (found by a reviewer).
+	func() {
+		called := false
+		defer func() {
+			if r := recover(); r != "faio/sync: Cond.Wait with an unlocked mutex" || called {
+				t.Errorf("true pred: recovered %v, pred called %v", r, called)
+			}
+		}()
+		_ = c.Wait(context.Background(), &m, func() bool { called = true; return true })
+	}()
 	// The runtime and the Cond work on.
 	if _, err := runtime.BlockOn(rt, func(ctx context.Context) (int, error) {
 		if err := m.Lock(ctx); err != nil {

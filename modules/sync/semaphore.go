@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,10 @@ type Semaphore struct {
 	waiters waitList
 }
 
+// ErrTooManyPermits is returned by Acquire for more permits than the
+// semaphore's size: they can never be free at once.
+var ErrTooManyPermits = errors.New("faio/sync: Acquire of more permits than the semaphore's size")
+
 const (
 	semQueued = 1
 	// MaxSemaphoreSize is the largest size NewSemaphore accepts.
@@ -49,9 +54,10 @@ func NewSemaphore(n int64) *Semaphore {
 // waiter has been served. On success it returns nil. On failure it returns
 // ctx.Err() and leaves the semaphore unchanged; a call that had already
 // been granted its permits returns nil, whatever ctx does afterwards. A
-// request for more than the semaphore's size cannot succeed: it waits for
-// ctx without holding up the other waiters. Acquire with a done ctx
-// returns ctx.Err() at once. It panics if n is negative.
+// request for more than the semaphore's size, which could never succeed,
+// returns ErrTooManyPermits at once (golang.org/x/sync/semaphore waits for
+// ctx instead: with a ctx that never ends, for good). Acquire with a done
+// ctx returns ctx.Err() at once. It panics if n is negative.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if n < 0 {
 		panic("faio/sync: semaphore weight < 0")
@@ -59,12 +65,11 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if err := runtime.Consume(ctx); err != nil {
 		return err
 	}
+	if n > s.size {
+		return ErrTooManyPermits
+	}
 	if s.tryAcquire(n) {
 		return nil
-	}
-	if n > s.size {
-		// Never granted: wait for the cancellation alone.
-		return runtime.Suspend(ctx, func(runtime.Waker) bool { return true })
 	}
 	w := &waiter{weight: n}
 	err := runtime.Suspend(ctx, func(wk runtime.Waker) bool {

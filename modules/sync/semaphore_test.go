@@ -140,17 +140,23 @@ func TestSemaphoreFIFO(t *testing.T) {
 	}
 }
 
-// A request larger than the semaphore waits for its ctx without holding
-// up anyone; a cancelled head lets the smaller waiters behind it through;
+// A request larger than the semaphore fails at once with
+// ErrTooManyPermits, from a task and from a goroutine, whatever its ctx
+// (it waited for ctx, for good with one that never ends: found by a
+// reviewer); a cancelled head lets the smaller waiters behind it through;
 // neither changes the permits.
 func TestSemaphoreCancel(t *testing.T) {
 	rt := newRuntime(t, 2)
 	s := NewSemaphore(4)
 	run(t, rt, func(ctx context.Context) error {
-		tctx, cancel := context.WithTimeout(ctx, time.Millisecond)
-		defer cancel()
-		if err := s.Acquire(tctx, 5); !errors.Is(err, context.DeadlineExceeded) {
+		if err := s.Acquire(ctx, 5); !errors.Is(err, ErrTooManyPermits) {
 			return errors.Join(errors.New("oversized Acquire"), err)
+		}
+		if err := s.Acquire(context.Background(), 5); !errors.Is(err, ErrTooManyPermits) {
+			return errors.Join(errors.New("oversized Acquire, ctx Background"), err)
+		}
+		if err := new(Semaphore).Acquire(context.Background(), 1); !errors.Is(err, ErrTooManyPermits) {
+			return errors.Join(errors.New("Acquire(1) of a zero Semaphore"), err)
 		}
 		if !s.TryAcquire(3) {
 			return errors.New("an oversized request held up TryAcquire")
