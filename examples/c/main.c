@@ -209,9 +209,26 @@ int main(int argc, char **argv)
     const char *path = argc > 1 ? argv[1] : __FILE__;
     struct job j;
     memset(&j, 0, sizeof j);
-    j.fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
+    j.fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
     if (j.fd < 0 || fstat(j.fd, &st) != 0) {
+        perror(path);
+        return 1;
+    }
+    /* The file is read in chunks at offsets its size gives: a file whose
+     * size says nothing of its content (a pipe, a device, a /proc or /sys
+     * file, which stat as 0 bytes) is refused instead of counted as empty. */
+    char probe;
+    if (!S_ISREG(st.st_mode) || (st.st_size == 0 && pread(j.fd, &probe, 1, 0) > 0)) {
+        fprintf(stderr, "%s: not a regular file with a known size (this example reads one in chunks by offset)\n",
+                path);
+        return 1;
+    }
+    /* Blocking again: io_uring answers EAGAIN, instead of waiting for the
+     * disk, on a descriptor in non-blocking mode. */
+    int fl = fcntl(j.fd, F_GETFL);
+    if (fl < 0 || fcntl(j.fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
         perror(path);
         return 1;
     }

@@ -22,13 +22,14 @@ func run(name string) (int, error) {
 		return 0, err
 	}
 	defer rt.Close()
+	fmt.Println("faio runs on", rt.Backend()) // io_uring, or portable where it is blocked
 
 	var mu faio.Mutex // suspends a task that waits, never its worker
 	return faio.BlockOn(rt, func(ctx context.Context) (int, error) {
 		if err := faio.WriteFile(ctx, name, []byte("hello, io_uring\n"), 0o644); err != nil {
 			return 0, err
 		}
-		f, err := faio.Open(ctx, name) // read through this worker's io_uring
+		f, err := faio.Open(ctx, name) // read with the worker's io_uring (portable: pread)
 		if err != nil {
 			return 0, err
 		}
@@ -59,5 +60,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("read %d bytes back through io_uring\n", n)
+	fmt.Printf("read %d bytes back\n", n)
 }
