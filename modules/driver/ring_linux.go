@@ -163,6 +163,10 @@ type Ring[T any] struct {
 	cancels       []OpID
 	cancelScratch []OpID
 	cancelN       atomic.Int32
+	// Cancels to ask again (see cancelAnswered), the owner's under mu:
+	// recancelAfter for a timer to arm first, recancel for now.
+	recancelAfter, recancel []OpID
+	recancelTS              unix.Timespec // recancelDelay, read by the kernel at each timer's submission
 	// unsubmitted says that entries wait to be submitted (see Stranded).
 	// Only the owner stores it, and only when it changes: at the first
 	// entry left for a later submission, and at the submission that takes
@@ -172,11 +176,14 @@ type Ring[T any] struct {
 	submitted, completed atomic.Uint64
 }
 
-// User data of the eventfd read and of the ASYNC_CANCEL entries (whose
-// completions are ignored); operation records use firstRecord and up.
+// User data of the eventfd read; operation records use firstRecord and
+// up. An ASYNC_CANCEL entry's is cancelTag with the id of the operation it
+// cancels, and its retry timer's recancelTag with that id (ids stay below
+// 1<<56: a record index is an int32 above recordGenBits of generation).
 const (
-	wakeUserData   = 1
-	cancelUserData = 2
+	wakeUserData = 1
+	cancelTag    = 1 << 63
+	recancelTag  = 1 << 62
 )
 
 // NewRing creates a ring of cfg.Entries entries with its wake-up eventfd.
@@ -401,6 +408,7 @@ func (r *Ring[T]) reap() int {
 	}
 	r.reaped = 0
 	r.ring.ForEachCQE(r.reapFn)
+	r.cancelAgain()
 	if !r.efdArmed && r.efdFile == nil {
 		// Re-arm failures leave efdArmed false; the next reap retries.
 		_ = r.armWake()
@@ -416,6 +424,10 @@ func (r *Ring[T]) complete(c *uring.CQE) {
 	switch {
 	case c.UserData == wakeUserData:
 		r.efdArmed = false
+	case c.UserData&cancelTag != 0:
+		r.cancelAnswered(OpID(c.UserData&^cancelTag), c.Res)
+	case c.UserData&recancelTag != 0:
+		r.recancel = append(r.recancel, OpID(c.UserData&^recancelTag))
 	case c.UserData >= firstRecord:
 		if r.completeOp(c) {
 			r.reaped++
@@ -439,6 +451,7 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 	if !r.efdArmed {
 		_ = r.armWake()
 	}
+	r.cancelAgain() // (answers a getSQE reaped: not asked again until now)
 	if r.ring.CQReady() == 0 {
 		r.pending = 0
 		n, err := r.ring.SubmitAndWaitTimeout(1, timeout)
@@ -469,6 +482,7 @@ func (r *Ring[T]) Wait(timeout time.Duration) {
 // save, and its sleeps need no bound.
 func (r *Ring[T]) pollWait(timeout time.Duration) {
 	r.mu.Lock()
+	r.cancelAgain()
 	r.submit()
 	left, inFlight, waiting := r.ring.SQReady() > 0, r.recs.inFlight, cqWaiting(r.ring)
 	r.mu.Unlock()

@@ -88,7 +88,11 @@ func SubmitOn(ctx context.Context, rt *Runtime, op Op) (Result, error) {
 	}
 	h := SpawnOn(rt, func(tctx context.Context) (Result, error) { return Submit(tctx, op) })
 	res, err := h.Join(ctx)
-	if err != nil && ctx.Err() != nil && !h.task.has(flagCompleted) {
+	if err != nil && ctx.Err() != nil {
+		// Joined again whether or not the task has completed: one that
+		// completed after Join gave up on ctx holds the operation's
+		// result, which was dropped (a read's bytes, an accept's
+		// descriptor; found by a reviewer). Cancel then does nothing.
 		h.Cancel()
 		res, err = h.Join(context.Background())
 		if err == nil {
