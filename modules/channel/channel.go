@@ -177,10 +177,12 @@ func (c *channel[T]) block(ctx context.Context, e *end, send bool, v T) (T, bool
 			}
 			armed := n.armed
 			c.mu.Unlock()
-			// Unless register has run, it may still run (a cancelled task
-			// resumes as soon as it is claimed, maybe before its worker
-			// called register): it will find the wait cancelled, but it
-			// must find this node, not a reused one.
+			// register has run (armed), or never will: Suspend resumes a
+			// task only after its register returned, and skips register
+			// for a task cancelled before its worker got to it. A node
+			// register never saw is left to the collector: this path is
+			// rare, and recycling only what arm published keeps the
+			// pool's invariant local to arm.
 			if armed {
 				c.recycle(n)
 			}

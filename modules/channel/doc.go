@@ -53,7 +53,12 @@
 //
 // Before it waits, an operation lets its worker's next task run at once
 // (runtime.RunNext: often the peer it just woke, which may well answer)
-// and tries again; only then does it wait.
+// and tries again; only then does it wait. That task runs nested on the
+// waiting task's goroutine: a task must not hold a sync.Mutex (or
+// sync.RWMutex, or be inside a sync.Once) across a Send, Recv or Select,
+// as the runtime's Hazards say of any faio wait. A task nested under it
+// that takes the same lock deadlocks for good, where faio's Mutex would
+// suspend it.
 //
 // Waiting is built on runtime.Suspend: the waiter queues itself only after
 // its task has switched away, from the register function, which first
