@@ -75,3 +75,33 @@ func TestReadyTimingCallsLetOthersRun(t *testing.T) {
 		})
 	}
 }
+
+// So is a Join of a task that has finished: a loop of them held the
+// worker too.
+func TestJoinOfAFinishedTaskLetsOthersRun(t *testing.T) {
+	rt := newRuntime(t, Config{Workers: 1})
+	var other atomic.Bool
+	_, err := BlockOn(rt, func(ctx context.Context) (int, error) {
+		done := Spawn(ctx, func(ctx context.Context) (int, error) { return 7, nil })
+		if v, err := done.Join(ctx); v != 7 || err != nil {
+			return 0, err
+		}
+		Spawn(ctx, func(ctx context.Context) (int, error) { other.Store(true); return 0, nil })
+		deadline := time.Now().Add(2 * time.Second)
+		n := 0
+		for !other.Load() && time.Now().Before(deadline) {
+			if v, err := done.Join(ctx); v != 7 || err != nil {
+				t.Errorf("Join of the finished task: %d, %v", v, err)
+				return 0, nil
+			}
+			n++
+		}
+		if !other.Load() {
+			t.Errorf("%d Joins over 2 s and the worker's other task never ran", n)
+		}
+		return 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -55,7 +55,9 @@ func failed[T any](err error) *JoinHandle[T] {
 // times, from tasks and plain goroutines. A nil ctx is refused with
 // ErrNilContext, even once the task has finished: the result stays for
 // the next Join. On a nil or zero handle Join returns ErrNilHandle at once,
-// and a task that joins itself gets ErrSelfJoin at once.
+// and a task that joins itself gets ErrSelfJoin at once. A Join of a task
+// that has finished is charged to the calling task's cooperative budget,
+// as any operation that completes at once (see Consume).
 func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 	if h.taskless() {
 		var zero T
@@ -85,6 +87,11 @@ func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 			var zero T
 			return zero, err
 		}
+	} else {
+		// Finished already: charged as any operation that completes at
+		// once, or a loop of such Joins held the worker (its error is
+		// not Join's: the result is there).
+		_ = Consume(ctx)
 	}
 	err := h.err()
 	if err != nil {
