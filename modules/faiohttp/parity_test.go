@@ -2,6 +2,7 @@ package faiohttp
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log"
@@ -181,4 +182,62 @@ func TestBufferedBodyFramingAsNetHTTP(t *testing.T) {
 		}
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// Under TLS, the first request's header time counts from the end of the
+// handshake, as in net/http: it restarted at the request's first byte, so
+// a client sending "G" just before the deadline and the rest just before
+// the next was served (found by a reviewer).
+func TestTLSFirstRequestsHeaderTimeoutAsNetHTTP(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	cert, _ := selfSigned(t)
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	try := func(addr string) string {
+		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return err.Error()
+		}
+		defer c.Close()
+		time.Sleep(timeout * 7 / 10)
+		io.WriteString(c, "G")
+		time.Sleep(timeout * 7 / 10) // past the deadline counted from the handshake
+		io.WriteString(c, "ET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return "no response"
+		}
+		resp.Body.Close()
+		return resp.Status
+	}
+	faddr, _ := startFaio(t, h, func(s *Server) { s.ReadHeaderTimeout, s.TLSConfig = timeout, conf })
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	ns := &http.Server{Handler: h, TLSConfig: conf, ReadHeaderTimeout: timeout, ErrorLog: log.New(io.Discard, "", 0),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			switch s {
+			case http.StateNew:
+				conns.Add(1)
+			case http.StateClosed:
+				conns.Done()
+			}
+		}}
+	go ns.ServeTLS(nl, "", "")
+	defer func() {
+		ns.Close()
+		conns.Wait()
+	}()
+	var fgot, ngot string
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); fgot = try(faddr) }()
+	go func() { defer wg.Done(); ngot = try(nl.Addr().String()) }()
+	wg.Wait()
+	if fgot != ngot {
+		t.Errorf("a header sent over 1.4 ReadHeaderTimeouts after the handshake: faiohttp %s, net/http %s", fgot, ngot)
+	}
 }

@@ -605,9 +605,10 @@ func (c *conn) serve(ctx context.Context) {
 		// before the deadline, and the rest just before the next, held
 		// a new connection for twice the timeout (found by a reviewer).
 		t0 := time.Now()
-		if first && s.TLSConfig == nil {
-			// (Under TLS the wait included the handshake, after
-			// which net/http starts the header's time afresh.)
+		if first {
+			// Under TLS too: the wait starts after the handshake,
+			// where net/http starts the header's time (it restarted
+			// at the first byte, found by a reviewer).
 			t0 = waitStart
 		}
 		if d := s.readHeaderTimeout(); d > 0 {
