@@ -18,8 +18,9 @@ type record[T any] struct {
 	ownerGen  uint64
 	op        Op // keeps op's memory reachable until the completion
 	gen       uint32
-	cancelled bool // ASYNC_CANCEL submitted
-	more      bool // first holds the result; the last CQE is still to come
+	cancelled bool  // ASYNC_CANCEL submitted
+	more      bool  // first holds the result; the last CQE is still to come
+	recancels uint8 // times the cancel was asked again (see cancelAnswered)
 	first     Result
 	next      int32 // free list link
 }
@@ -57,7 +58,7 @@ func (s *records[T]) alloc() int32 {
 func (s *records[T]) release(i int32) {
 	r := &s.recs[i]
 	var zero T
-	r.owner, r.op, r.cancelled, r.more = zero, nil, false, false
+	r.owner, r.op, r.cancelled, r.more, r.recancels = zero, nil, false, false, 0
 	r.gen = (r.gen + 1) & recordGenMask
 	r.next = s.free
 	s.free = i
@@ -207,9 +208,11 @@ func (r *Ring[T]) prepCancel(id OpID) {
 	r.pending += socketShare
 }
 
-// recancelDelay is how long a cancel the kernel could not carry out waits
-// before it is asked again.
-const recancelDelay = time.Millisecond
+// recancelDelays are how long a cancel the kernel could not carry out
+// waits before it is asked again: 1 ms, doubling with each new ask up to
+// 128 ms, so that an operation io-wq runs for long (a hung NFS read)
+// costs a few entries a second, not a thousand.
+const recancelDelays = 8
 
 // cancelAnswered takes the kernel's answer res to the ASYNC_CANCEL of
 // operation id. 0 says the operation was found and ended: its own
@@ -218,15 +221,19 @@ const recancelDelay = time.Millisecond
 // IOSQE_ASYNC, say) that the worker found not ready then arms a poll and
 // waits for readiness for good; -ENOENT says the kernel did not find it.
 // Either way, if the operation is still in flight the cancel is asked
-// again after recancelDelay: it was asked once, and its wait never ended,
-// nor Close with it (found by a reviewer: 1 to 5 of 3,000 cancels of an
-// IOSQE_ASYNC pipe read). The delay keeps an operation that runs in io-wq
-// for a while (a disk read) from turning this into a busy loop.
+// again after a delay (recancelDelays): it was asked once, and its wait
+// never ended, nor Close with it (found by a reviewer: 1 to 5 of 3,000
+// cancels of an IOSQE_ASYNC pipe read). The delay keeps an operation that
+// runs in io-wq for a while (a disk read) from turning this into a busy
+// loop. Not for a zero-copy send that waits for its notification (more):
+// the send is done, and only the kernel's release of the buffer ends that
+// wait, however often it is asked to cancel (it was asked every
+// millisecond while a peer held the data; found by a reviewer).
 func (r *Ring[T]) cancelAnswered(id OpID, res int32) {
 	if res != -int32(syscall.EALREADY) && res != -int32(syscall.ENOENT) {
 		return
 	}
-	if rec, _ := r.recs.lookup(id); rec != nil && rec.cancelled {
+	if rec, _ := r.recs.lookup(id); rec != nil && rec.cancelled && !rec.more {
 		r.recancelAfter = append(r.recancelAfter, id)
 	}
 }
@@ -246,11 +253,17 @@ func (r *Ring[T]) cancelAgain() {
 		for len(r.recancelAfter) > 0 {
 			id := r.recancelAfter[len(r.recancelAfter)-1]
 			r.recancelAfter = r.recancelAfter[:len(r.recancelAfter)-1]
-			if r.recancelTS == (unix.Timespec{}) {
-				r.recancelTS = unix.NsecToTimespec(int64(recancelDelay))
+			rec, _ := r.recs.lookup(id)
+			if rec == nil {
+				continue
+			}
+			i := min(int(rec.recancels), recancelDelays-1)
+			rec.recancels = uint8(min(int(rec.recancels)+1, recancelDelays))
+			if r.recancelTS[i] == (unix.Timespec{}) {
+				r.recancelTS[i] = unix.NsecToTimespec(int64(time.Millisecond << i))
 			}
 			sqe := r.getSQE()
-			sqe.PrepTimeout(&r.recancelTS, 0, 0)
+			sqe.PrepTimeout(&r.recancelTS[i], 0, 0)
 			sqe.UserData = recancelTag | uint64(id)
 			r.pending += socketShare
 		}

@@ -166,7 +166,7 @@ type Ring[T any] struct {
 	// Cancels to ask again (see cancelAnswered), the owner's under mu:
 	// recancelAfter for a timer to arm first, recancel for now.
 	recancelAfter, recancel []OpID
-	recancelTS              unix.Timespec // recancelDelay, read by the kernel at each timer's submission
+	recancelTS              [recancelDelays]unix.Timespec // read by the kernel at each timer's submission
 	// unsubmitted says that entries wait to be submitted (see Stranded).
 	// Only the owner stores it, and only when it changes: at the first
 	// entry left for a later submission, and at the submission that takes
