@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -81,4 +82,65 @@ func TestListenAddressesAsNet(t *testing.T) {
 		nc.Close()
 		fc.Close(ctx)
 	}
+}
+
+// An unspecified host listens dual-stack or fails as net.Listen does: it
+// falls back to IPv4 alone only where IPv6 cannot be used. Beside a tcp6
+// listener on [::]:p, net.Listen("tcp", "0.0.0.0:p") fails with
+// EADDRINUSE, and faio listened on 0.0.0.0:p alone (found by a reviewer).
+func TestListenUnspecifiedFailsAsNetBesideATCP6Listener(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Workers: 1})
+	ctx := goroutineCtx(rt)
+	for _, network := range []string{"tcp", "udp"} {
+		var v6 io.Closer
+		var p string
+		if network == "tcp" {
+			l, err := net.Listen("tcp6", "[::]:0")
+			if err != nil {
+				t.Skip("no IPv6")
+			}
+			v6, p = l, portOf(l.Addr())
+		} else {
+			c, err := net.ListenPacket("udp6", "[::]:0")
+			if err != nil {
+				t.Skip("no IPv6")
+			}
+			v6, p = c, portOf(c.LocalAddr())
+		}
+		for _, host := range []string{"0.0.0.0", ""} {
+			addr := net.JoinHostPort(host, p)
+			var nerr, ferr error
+			var bound net.Addr
+			if network == "tcp" {
+				var nl net.Listener
+				if nl, nerr = net.Listen(network, addr); nl != nil {
+					nl.Close()
+				}
+				var fl *Listener
+				if fl, ferr = Listen(ctx, network, addr); fl != nil {
+					bound = fl.Addr()
+					fl.Close(ctx)
+				}
+			} else {
+				var nc net.PacketConn
+				if nc, nerr = net.ListenPacket(network, addr); nc != nil {
+					nc.Close()
+				}
+				var fc *UDPConn
+				if fc, ferr = ListenUDP(ctx, network, addr); fc != nil {
+					bound = fc.LocalAddr()
+					fc.Close(ctx)
+				}
+			}
+			if (nerr == nil) != (ferr == nil) {
+				t.Errorf("%s %q beside a %s6 socket on [::]:%s: net %v; faio %v (bound %v)", network, addr, network, p, nerr, ferr, bound)
+			}
+		}
+		v6.Close()
+	}
+}
+
+func portOf(a net.Addr) string {
+	_, p, _ := net.SplitHostPort(a.String())
+	return p
 }

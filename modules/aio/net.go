@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -307,7 +308,7 @@ func (lc ListenConfig) Listen(ctx context.Context, network, address string) (*Li
 	if err != nil {
 		return nil, netError("listen", network, nil, nil, err)
 	}
-	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*Listener, error) {
+	return firstUsable(ctx, addrs, func(ap netip.AddrPort) (*Listener, error) {
 		return lc.listenTCP(rt, network, ap)
 	})
 }
@@ -316,6 +317,23 @@ func (lc ListenConfig) Listen(ctx context.Context, network, address string) (*Li
 // success, or else the first error (the one about the preferred address);
 // it stops early once ctx is done.
 func firstOf[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.AddrPort) (T, error)) (T, error) {
+	return firstOfUntil(ctx, addrs, try, func(error) bool { return false })
+}
+
+// firstUsable is firstOf for a listen: it goes on to the next address only
+// when an address cannot be bound on this machine (no IPv6, an address
+// that is not local), and otherwise returns the error, as net.Listen,
+// which binds one address, would. The dual-stack [::] that "tcp" and
+// "udp" listen on for an unspecified host fell back to 0.0.0.0 on any
+// error: beside a "tcp6" listener on [::]:p, where net.Listen fails with
+// EADDRINUSE, faio listened on IPv4 alone (found by a reviewer).
+func firstUsable[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.AddrPort) (T, error)) (T, error) {
+	return firstOfUntil(ctx, addrs, try, func(err error) bool {
+		return !errors.Is(err, syscall.EAFNOSUPPORT) && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.EPROTONOSUPPORT)
+	})
+}
+
+func firstOfUntil[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.AddrPort) (T, error), stop func(error) bool) (T, error) {
 	var first error
 	for _, ap := range addrs {
 		v, err := try(ap)
@@ -325,7 +343,7 @@ func firstOf[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.
 		if first == nil {
 			first = err
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || stop(err) {
 			break
 		}
 	}

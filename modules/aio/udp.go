@@ -53,7 +53,7 @@ func (lc ListenConfig) ListenUDP(ctx context.Context, network, address string) (
 	if err != nil {
 		return nil, netError("listen", network, nil, nil, err)
 	}
-	return firstOf(ctx, addrs, func(ap netip.AddrPort) (*UDPConn, error) {
+	return firstUsable(ctx, addrs, func(ap netip.AddrPort) (*UDPConn, error) {
 		return udpSocket(rt, lc, network, ap, netip.AddrPort{})
 	})
 }
