@@ -217,7 +217,8 @@ typedef void (*faio_io_fn)(void *arg, int64_t result);
 typedef struct faio_config {
     int32_t workers;               /* worker threads, 1..1024; 0: one per CPU */
     int32_t ring_entries;          /* io_uring SQ size per worker, 8..32768; 0: 1024 */
-    int32_t local_queue_capacity;  /* run queue per worker, a power of two in 2..65536; 0: 256 */
+    int32_t local_queue_capacity;  /* run queue per worker, a power of two in 2..65536; 0: 256;
+                                    * raised to 256 with FAIO_PINNED=1 */
     int32_t global_queue_interval; /* ticks between global-queue checks, >= 1; 0: 61 */
     int32_t io_interval;           /* ticks between I/O polls of a busy worker, >= 1; 0: 61 */
     int32_t submit_batch;          /* SQEs queued before a submit (socket ones count 1/8),

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	goruntime "runtime"
 	"time"
@@ -35,6 +36,7 @@ const (
 	DefaultStallThreshold      = 10 * time.Millisecond
 	maxWorkers                 = 1024
 	maxLocalQueueCapacity      = 1 << 16
+	minPinnedLocalQueue        = 2 * CoopBudget
 	maxRingEntries             = 32768
 )
 
@@ -44,7 +46,8 @@ type Config struct {
 	// Workers is the number of worker goroutines (default GOMAXPROCS).
 	Workers int
 	// LocalQueueCapacity is the capacity of each worker's run queue, a
-	// power of two (default 256).
+	// power of two (default 256; with PinnedWorkers a smaller one is
+	// raised to 256, which placing spawned tasks needs).
 	LocalQueueCapacity int
 	// GlobalQueueInterval: every this many ticks a worker takes its next
 	// task from the global queue first, so the global queue cannot starve
@@ -250,12 +253,22 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if q := c.LocalQueueCapacity; q < 2 || q > maxLocalQueueCapacity || q&(q-1) != 0 {
 		bad("LocalQueueCapacity = %d, want a power of two in 2..%d", q, maxLocalQueueCapacity)
+	} else if c.PinnedWorkers && q < minPinnedLocalQueue {
+		// A pinned spawner waits behind its children every CoopBudget
+		// spawns; a smaller queue overflowed into the global queue
+		// first, where the other workers took what was placed here
+		// (found by a reviewer: [62 2] started per worker at 8).
+		// Raised, not refused: FAIO_PINNED=1 turns pinning on for a
+		// program that chose its capacity without it.
+		c.LocalQueueCapacity = minPinnedLocalQueue
 	}
-	if c.GlobalQueueInterval < 1 {
-		bad("GlobalQueueInterval = %d, want >= 1", c.GlobalQueueInterval)
+	// The intervals are counted in a worker's uint32 ticks: 1<<32 was
+	// taken as 0, and the first tick divided by it (found by a reviewer).
+	if c.GlobalQueueInterval < 1 || int64(c.GlobalQueueInterval) > math.MaxUint32 {
+		bad("GlobalQueueInterval = %d, want 1..%d", c.GlobalQueueInterval, uint32(math.MaxUint32))
 	}
-	if c.IOInterval < 1 {
-		bad("IOInterval = %d, want >= 1", c.IOInterval)
+	if c.IOInterval < 1 || int64(c.IOInterval) > math.MaxUint32 {
+		bad("IOInterval = %d, want 1..%d", c.IOInterval, uint32(math.MaxUint32))
 	}
 	if c.RingEntries < 8 || c.RingEntries > maxRingEntries {
 		bad("RingEntries = %d, want 8..%d", c.RingEntries, maxRingEntries)
@@ -263,8 +276,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SubmitBatch < 1 || c.SubmitBatch > c.RingEntries {
 		bad("SubmitBatch = %d, want 1..RingEntries", c.SubmitBatch)
 	}
-	if c.FileIOThreads < 0 {
-		bad("FileIOThreads = %d, want 0 (the kernel's default) or more", c.FileIOThreads)
+	if c.FileIOThreads < 0 || int64(c.FileIOThreads) > math.MaxInt32 {
+		// (The kernel refuses more than INT_MAX, and BackendAuto took
+		// that for io_uring being blocked.)
+		bad("FileIOThreads = %d, want 0 (the kernel's default) up to %d", c.FileIOThreads, math.MaxInt32)
 	}
 	if c.SQPollIdle < 0 || c.SQPollIdle > time.Minute {
 		bad("SQPollIdle = %v, want 0 (no SQPOLL) or up to 1m", c.SQPollIdle)

@@ -438,3 +438,48 @@ func TestPinnedRuntimesOpenAndClose(t *testing.T) {
 	wg.Wait()
 	goleak.VerifyNone(t, ignore)
 }
+
+// On pinned workers a small LocalQueueCapacity is raised to what placing
+// spawned tasks needs: at 8, a spawner's queue overflowed into the global
+// queue, where the other worker started the tasks placed on this one
+// ([62 2] started per worker; found by a reviewer).
+func TestPinnedSpawnsSpreadWithASmallLocalQueue(t *testing.T) {
+	t.Setenv(EnvPinned, "1")
+	for round := 0; round < 5; round++ {
+		rt := newRuntime(t, Config{Workers: 2, PinnedWorkers: true, LocalQueueCapacity: 8})
+		const tasks = 64
+		var started [2]atomic.Int64
+		_, err := BlockOn(rt, func(ctx context.Context) (struct{}, error) {
+			release := make(chan struct{})
+			hs := make([]*JoinHandle[struct{}], tasks)
+			for i := range hs {
+				hs[i] = Spawn(ctx, func(ctx context.Context) (struct{}, error) {
+					started[Current(ctx).WorkerID()].Add(1)
+					return struct{}{}, Suspend(ctx, func(w Waker) bool {
+						go func() { <-release; w.Wake() }()
+						return true
+					})
+				})
+			}
+			for started[0].Load()+started[1].Load() < tasks {
+				if err := Sleep(ctx, time.Millisecond); err != nil {
+					return struct{}{}, err
+				}
+			}
+			close(release)
+			for _, h := range hs {
+				if _, err := h.Join(ctx); err != nil {
+					return struct{}{}, err
+				}
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := started[0].Load(), started[1].Load(); max(a, b)-min(a, b) > 3 {
+			t.Fatalf("round %d: tasks started per worker [%d %d], want 64 spread within 3", round, a, b)
+		}
+		rt.Close()
+	}
+}

@@ -255,6 +255,14 @@ func TestConfigValidation(t *testing.T) {
 		{SQPollIdle: -time.Millisecond},
 		{SQPollIdle: time.Hour},
 		{FileIOThreads: -1},
+		// Past a worker's uint32 ticks: 1<<32 divided by zero on the
+		// first tick, ending the process (found by a reviewer).
+		{IOInterval: 1 << 32},
+		{GlobalQueueInterval: 1 << 32},
+		{IOInterval: 1<<32 + 61},
+		// Past the kernel's INT_MAX: BackendAuto took the kernel's
+		// refusal for io_uring being blocked.
+		{FileIOThreads: 1 << 31},
 	}
 	for _, cfg := range bad {
 		rt, err := New(cfg)
