@@ -241,3 +241,44 @@ func TestTLSFirstRequestsHeaderTimeoutAsNetHTTP(t *testing.T) {
 		t.Errorf("a header sent over 1.4 ReadHeaderTimeouts after the handshake: faiohttp %s, net/http %s", fgot, ngot)
 	}
 }
+
+// A TLS handshake is bounded by the shortest of ReadHeaderTimeout,
+// ReadTimeout and WriteTimeout, as in net/http: with WriteTimeout alone, a
+// client that never sent its hello held its connection for good (found by
+// a reviewer).
+func TestTLSHandshakeTimeoutAsNetHTTP(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	cert, _ := selfSigned(t)
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	silent := func(addr string) string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return err.Error()
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * timeout))
+		_, err = c.Read(make([]byte, 1))
+		if isTimeout(err) {
+			return "still open"
+		}
+		return "closed"
+	}
+	faddr, _ := startFaio(t, h, func(s *Server) { s.WriteTimeout, s.TLSConfig = timeout, conf })
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &http.Server{Handler: h, TLSConfig: conf, WriteTimeout: timeout, ErrorLog: log.New(io.Discard, "", 0)}
+	go ns.ServeTLS(nl, "", "")
+	defer ns.Close()
+	var fgot, ngot string
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); fgot = silent(faddr) }()
+	go func() { defer wg.Done(); ngot = silent(nl.Addr().String()) }()
+	wg.Wait()
+	if fgot != ngot {
+		t.Errorf("a TLS client silent for 10 WriteTimeouts: faiohttp %s, net/http %s", fgot, ngot)
+	}
+}

@@ -91,7 +91,9 @@ type Server struct {
 	// ReadTimeout bounds reading one request, body included, from the
 	// first byte of its header (a new connection's first request: from
 	// the connection's start); ReadHeaderTimeout the header alone
-	// (zero: ReadTimeout). Zero or negative: no bound.
+	// (zero: ReadTimeout). Zero or negative: no bound. A TLS handshake
+	// is bounded by the shortest positive one of these and WriteTimeout,
+	// as in net/http.
 	ReadTimeout, ReadHeaderTimeout time.Duration
 	// WriteTimeout bounds writing one response.
 	WriteTimeout time.Duration
@@ -516,7 +518,7 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		c.tlsIn = tlsTransport{NetConn: c.nc, c: c}
 		tc := tls.Server(&c.tlsIn, s.TLSConfig)
-		if d := s.readHeaderTimeout(); d > 0 {
+		if d := s.tlsHandshakeTimeout(); d > 0 {
 			c.nc.SetDeadline(time.Now().Add(d))
 		}
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -724,6 +726,21 @@ func (c *conn) lingerClose() {
 	// Raw bytes, TLS or not: they are dropped.
 	c.br.Reset(c.nc)
 	c.br.Discard(math.MaxInt)
+}
+
+// tlsHandshakeTimeout bounds a TLS handshake: the shortest of the
+// positive ReadHeaderTimeout, ReadTimeout and WriteTimeout, as in
+// net/http (it was ReadHeaderTimeout's alone, falling back to ReadTimeout:
+// with WriteTimeout alone, a handshake had no bound; found by a
+// reviewer).
+func (s *Server) tlsHandshakeTimeout() time.Duration {
+	var d time.Duration
+	for _, v := range [...]time.Duration{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout} {
+		if v > 0 && (d == 0 || v < d) {
+			d = v
+		}
+	}
+	return d
 }
 
 // readHeaderTimeout and idleTimeout fall back to ReadTimeout when their
