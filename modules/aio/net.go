@@ -61,6 +61,7 @@ func resolve(ctx context.Context, network, ipNet, address string, listen bool) (
 		return nil, err
 	}
 	var addrs []netip.Addr
+	named := false
 	switch {
 	case host == "":
 		addrs = defaultAddrs(ipNet, listen)
@@ -72,6 +73,7 @@ func resolve(ctx context.Context, network, ipNet, address string, listen bool) (
 			}
 			break
 		}
+		named = true
 		var lerr error
 		err := offload(ctx, func() { addrs, lerr = net.DefaultResolver.LookupNetIP(ctx, ipNet, host) })
 		if err == nil {
@@ -93,6 +95,17 @@ func resolve(ctx context.Context, network, ipNet, address string, listen bool) (
 	}
 	if len(out) == 0 {
 		return nil, &net.AddrError{Err: "no suitable address found", Addr: host}
+	}
+	if listen && named {
+		// One address, as package net binds: the first IPv4 one if
+		// there is one (for "localhost", 127.0.0.1 where the resolver
+		// puts ::1 first), else the first.
+		for _, ap := range out {
+			if ap.Addr().Is4() {
+				return []netip.AddrPort{ap}, nil
+			}
+		}
+		return out[:1], nil
 	}
 	return out, nil
 }
@@ -277,8 +290,9 @@ func Listen(ctx context.Context, network, address string) (*Listener, error) {
 // the runtime of ctx (see OpenFile), with the options of lc.
 //
 // For network "tcp", "tcp4" or "tcp6", address is host:port with a
-// literal IP, a host name (resolved with net.DefaultResolver; the first
-// usable address is bound) or an empty or unspecified host (every local
+// literal IP, a host name (resolved with net.DefaultResolver; one address
+// is bound, as by package net: the first IPv4 one for "tcp" if there is
+// one, else the first) or an empty or unspecified host (every local
 // address: "", "0.0.0.0" and "::" listen dual-stack for "tcp", as in
 // package net); port 0 picks a free port (see Addr), and so does an empty
 // address. SO_REUSEADDR is set. ctx bounds the name resolution.
@@ -329,7 +343,10 @@ func firstOf[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.
 // EADDRINUSE, faio listened on IPv4 alone (found by a reviewer).
 func firstUsable[T any](ctx context.Context, addrs []netip.AddrPort, try func(netip.AddrPort) (T, error)) (T, error) {
 	return firstOfUntil(ctx, addrs, try, func(err error) bool {
-		return !errors.Is(err, syscall.EAFNOSUPPORT) && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.EPROTONOSUPPORT)
+		// (EPERM and EACCES: a sandbox that refuses IPv6 sockets,
+		// where net's probe finds no IPv6 and listens on IPv4.)
+		return !errors.Is(err, syscall.EAFNOSUPPORT) && !errors.Is(err, syscall.EADDRNOTAVAIL) &&
+			!errors.Is(err, syscall.EPROTONOSUPPORT) && !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES)
 	})
 }
 
