@@ -403,6 +403,7 @@ func (r *Ring[T]) TryReap() (int, bool) {
 // reap is Reap under mu.
 func (r *Ring[T]) reap() int {
 	r.processCancels()
+	r.cancelAgain() // (answers a getSQE reaped in Start, say)
 	if r.ring.CQReady() == 0 && r.ring.SQReady() == 0 && !r.ring.CQHeld() {
 		return 0
 	}
