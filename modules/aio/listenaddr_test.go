@@ -1,7 +1,7 @@
 package aio
 
 import (
-	"io"
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -92,52 +92,70 @@ func TestListenUnspecifiedFailsAsNetBesideATCP6Listener(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{Workers: 1})
 	ctx := goroutineCtx(rt)
 	for _, network := range []string{"tcp", "udp"} {
-		var v6 io.Closer
-		var p string
-		if network == "tcp" {
-			l, err := net.Listen("tcp6", "[::]:0")
-			if err != nil {
-				t.Skip("no IPv6")
-			}
-			v6, p = l, portOf(l.Addr())
-		} else {
-			c, err := net.ListenPacket("udp6", "[::]:0")
-			if err != nil {
-				t.Skip("no IPv6")
-			}
-			v6, p = c, portOf(c.LocalAddr())
+		p, release, ok := holdV6(network, "[::]:0")
+		if !ok {
+			t.Skip("no IPv6")
 		}
 		for _, host := range []string{"0.0.0.0", ""} {
 			addr := net.JoinHostPort(host, p)
-			var nerr, ferr error
-			var bound net.Addr
-			if network == "tcp" {
-				var nl net.Listener
-				if nl, nerr = net.Listen(network, addr); nl != nil {
-					nl.Close()
-				}
-				var fl *Listener
-				if fl, ferr = Listen(ctx, network, addr); fl != nil {
-					bound = fl.Addr()
-					fl.Close(ctx)
-				}
-			} else {
-				var nc net.PacketConn
-				if nc, nerr = net.ListenPacket(network, addr); nc != nil {
-					nc.Close()
-				}
-				var fc *UDPConn
-				if fc, ferr = ListenUDP(ctx, network, addr); fc != nil {
-					bound = fc.LocalAddr()
-					fc.Close(ctx)
-				}
-			}
+			_, bound, nerr, ferr := listenBoth(ctx, network, addr)
 			if (nerr == nil) != (ferr == nil) {
 				t.Errorf("%s %q beside a %s6 socket on [::]:%s: net %v; faio %v (bound %v)", network, addr, network, p, nerr, ferr, bound)
 			}
 		}
-		v6.Close()
+		release()
 	}
+}
+
+// listenBoth listens on network ("tcp" or "udp") and addr with package net
+// and with faio, closes both, and returns what each bound and its error.
+func listenBoth(ctx context.Context, network, addr string) (nb, fb net.Addr, nerr, ferr error) {
+	if network == "tcp" {
+		if nl, err := net.Listen(network, addr); err == nil {
+			nb = nl.Addr()
+			nl.Close()
+		} else {
+			nerr = err
+		}
+		if fl, err := Listen(ctx, network, addr); err == nil {
+			fb = fl.Addr()
+			fl.Close(ctx)
+		} else {
+			ferr = err
+		}
+		return
+	}
+	if nc, err := net.ListenPacket(network, addr); err == nil {
+		nb = nc.LocalAddr()
+		nc.Close()
+	} else {
+		nerr = err
+	}
+	if fc, err := ListenUDP(ctx, network, addr); err == nil {
+		fb = fc.LocalAddr()
+		fc.Close(ctx)
+	} else {
+		ferr = err
+	}
+	return
+}
+
+// holdV6 binds addr, an IPv6 address, on network+"6" with package net,
+// and returns its port and the function that lets it go; ok is false
+// where IPv6 cannot be used.
+func holdV6(network, addr string) (port string, release func(), ok bool) {
+	if network == "tcp" {
+		l, err := net.Listen("tcp6", addr)
+		if err != nil {
+			return "", nil, false
+		}
+		return portOf(l.Addr()), func() { l.Close() }, true
+	}
+	c, err := net.ListenPacket("udp6", addr)
+	if err != nil {
+		return "", nil, false
+	}
+	return portOf(c.LocalAddr()), func() { c.Close() }, true
 }
 
 func portOf(a net.Addr) string {

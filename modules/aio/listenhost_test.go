@@ -93,78 +93,23 @@ func TestListenOnAHostNameBindsWhatNetBinds(t *testing.T) {
 	}
 	for _, network := range []string{"tcp", "udp"} {
 		// Which address is bound, with a free port.
-		var nb, fb net.Addr
-		if network == "tcp" {
-			nl, err := net.Listen(network, "dual.test:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			nb = nl.Addr()
-			nl.Close()
-			fl, err := Listen(ctx, network, "dual.test:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			fb = fl.Addr()
-			fl.Close(ctx)
-		} else {
-			nc, err := net.ListenPacket(network, "dual.test:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			nb = nc.LocalAddr()
-			nc.Close()
-			fc, err := ListenUDP(ctx, network, "dual.test:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			fb = fc.LocalAddr()
-			fc.Close(ctx)
+		nb, fb, nerr, ferr := listenBoth(ctx, network, "dual.test:0")
+		if nerr != nil || ferr != nil {
+			t.Fatalf("%s \"dual.test:0\": net %v, faio %v", network, nerr, ferr)
 		}
 		nh, _, _ := net.SplitHostPort(nb.String())
 		fh, _, _ := net.SplitHostPort(fb.String())
 		if nh != fh {
 			t.Errorf("%s \"dual.test:0\": net bound %v, faio %v", network, nb, fb)
 		}
-
 		// Beside a socket on [::1]:p.
-		var p string
-		var closeV6 func()
-		if network == "tcp" {
-			l, err := net.Listen("tcp6", "[::1]:0")
-			if err != nil {
-				t.Skip("no IPv6 loopback")
-			}
-			p, closeV6 = portOf(l.Addr()), func() { l.Close() }
-		} else {
-			c, err := net.ListenPacket("udp6", "[::1]:0")
-			if err != nil {
-				t.Skip("no IPv6 loopback")
-			}
-			p, closeV6 = portOf(c.LocalAddr()), func() { c.Close() }
+		p, release, ok := holdV6(network, "[::1]:0")
+		if !ok {
+			t.Skip("no IPv6 loopback")
 		}
 		addr := net.JoinHostPort("dual.test", p)
-		var nerr, ferr error
-		if network == "tcp" {
-			var nl net.Listener
-			if nl, nerr = net.Listen(network, addr); nl != nil {
-				nl.Close()
-			}
-			var fl *Listener
-			if fl, ferr = Listen(ctx, network, addr); fl != nil {
-				fl.Close(ctx)
-			}
-		} else {
-			var nc net.PacketConn
-			if nc, nerr = net.ListenPacket(network, addr); nc != nil {
-				nc.Close()
-			}
-			var fc *UDPConn
-			if fc, ferr = ListenUDP(ctx, network, addr); fc != nil {
-				fc.Close(ctx)
-			}
-		}
-		closeV6()
+		_, _, nerr, ferr = listenBoth(ctx, network, addr)
+		release()
 		if (nerr == nil) != (ferr == nil) {
 			t.Errorf("%s %q beside a socket on [::1]:%s: net %v; faio %v", network, addr, p, nerr, ferr)
 		}

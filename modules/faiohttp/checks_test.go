@@ -8,11 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,28 +82,8 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 	}
 	fseen := make(chan string, 10)
 	faddr, _ := startFaio(t, handler(fseen), nil)
-	nln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	nseen := make(chan string, 10)
-	// Its connections end up to 500 ms after their response (its
-	// closeWriteAndWait): waited for, for the leak check.
-	var conns sync.WaitGroup
-	nsrv := &http.Server{Handler: handler(nseen), ErrorLog: log.New(io.Discard, "", 0),
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				conns.Add(1)
-			case http.StateClosed:
-				conns.Done()
-			}
-		}}
-	go nsrv.Serve(nln)
-	t.Cleanup(func() {
-		nsrv.Close()
-		conns.Wait()
-	})
+	naddr := startNetHTTP(t, handler(nseen), nil)
 
 	const post = "POST / HTTP/1.1\r\nHost: a\r\n"
 	const noread = "POST /noread HTTP/1.1\r\nHost: a\r\n"
@@ -240,7 +218,7 @@ func TestRequestChecksAsNetHTTP(t *testing.T) {
 		noread + "Expect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
 		noread + "Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
 	} {
-		fgot, ngot := exchange(t, faddr, req, fseen), exchange(t, nln.Addr().String(), req, nseen)
+		fgot, ngot := exchange(t, faddr, req, fseen), exchange(t, naddr, req, nseen)
 		if fgot != ngot {
 			if len(req) > 200 {
 				req = req[:200] + "..."

@@ -15,8 +15,10 @@ import (
 )
 
 // startNetHTTP serves h with net/http's server, configured as cfg
-// configures a faiohttp Server (the timeouts), and returns its address.
-// Its connections are waited for at the end, for the leak check.
+// configures a faiohttp Server (the timeouts and TLSConfig), and returns
+// its address. Its connections, which end up to 500 ms after their
+// response (its closeWriteAndWait), are waited for at the end, for the
+// leak check.
 func startNetHTTP(t *testing.T, h http.Handler, cfg func(*Server)) string {
 	t.Helper()
 	var fs Server
@@ -39,7 +41,12 @@ func startNetHTTP(t *testing.T, h http.Handler, cfg func(*Server)) string {
 				conns.Done()
 			}
 		}}
-	go srv.Serve(ln)
+	if fs.TLSConfig != nil {
+		srv.TLSConfig = fs.TLSConfig
+		go srv.ServeTLS(ln, "", "")
+	} else {
+		go srv.Serve(ln)
+	}
 	t.Cleanup(func() {
 		srv.Close()
 		conns.Wait()
@@ -193,53 +200,26 @@ func TestTLSFirstRequestsHeaderTimeoutAsNetHTTP(t *testing.T) {
 	cert, _ := selfSigned(t)
 	conf := &tls.Config{Certificates: []tls.Certificate{cert}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	try := func(addr string) string {
-		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
-		if err != nil {
-			return err.Error()
-		}
-		defer c.Close()
-		time.Sleep(timeout * 7 / 10)
-		io.WriteString(c, "G")
-		time.Sleep(timeout * 7 / 10) // past the deadline counted from the handshake
-		io.WriteString(c, "ET / HTTP/1.1\r\nHost: a\r\n\r\n")
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return "no response"
-		}
-		resp.Body.Close()
-		return resp.Status
-	}
-	faddr, _ := startFaio(t, h, func(s *Server) { s.ReadHeaderTimeout, s.TLSConfig = timeout, conf })
-	nl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns sync.WaitGroup
-	ns := &http.Server{Handler: h, TLSConfig: conf, ReadHeaderTimeout: timeout, ErrorLog: log.New(io.Discard, "", 0),
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				conns.Add(1)
-			case http.StateClosed:
-				conns.Done()
+	bothServers(t, "a header sent over 1.4 ReadHeaderTimeouts after the handshake", h,
+		func(s *Server) { s.ReadHeaderTimeout, s.TLSConfig = timeout, conf },
+		func(addr string) string {
+			c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+			if err != nil {
+				return err.Error()
 			}
-		}}
-	go ns.ServeTLS(nl, "", "")
-	defer func() {
-		ns.Close()
-		conns.Wait()
-	}()
-	var fgot, ngot string
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); fgot = try(faddr) }()
-	go func() { defer wg.Done(); ngot = try(nl.Addr().String()) }()
-	wg.Wait()
-	if fgot != ngot {
-		t.Errorf("a header sent over 1.4 ReadHeaderTimeouts after the handshake: faiohttp %s, net/http %s", fgot, ngot)
-	}
+			defer c.Close()
+			time.Sleep(timeout * 7 / 10)
+			io.WriteString(c, "G")
+			time.Sleep(timeout * 7 / 10) // past the deadline counted from the handshake
+			io.WriteString(c, "ET / HTTP/1.1\r\nHost: a\r\n\r\n")
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				return "no response"
+			}
+			resp.Body.Close()
+			return resp.Status
+		})
 }
 
 // A TLS handshake is bounded by the shortest of ReadHeaderTimeout,
@@ -251,34 +231,18 @@ func TestTLSHandshakeTimeoutAsNetHTTP(t *testing.T) {
 	cert, _ := selfSigned(t)
 	conf := &tls.Config{Certificates: []tls.Certificate{cert}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	silent := func(addr string) string {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			return err.Error()
-		}
-		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(10 * timeout))
-		_, err = c.Read(make([]byte, 1))
-		if isTimeout(err) {
-			return "still open"
-		}
-		return "closed"
-	}
-	faddr, _ := startFaio(t, h, func(s *Server) { s.WriteTimeout, s.TLSConfig = timeout, conf })
-	nl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := &http.Server{Handler: h, TLSConfig: conf, WriteTimeout: timeout, ErrorLog: log.New(io.Discard, "", 0)}
-	go ns.ServeTLS(nl, "", "")
-	defer ns.Close()
-	var fgot, ngot string
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); fgot = silent(faddr) }()
-	go func() { defer wg.Done(); ngot = silent(nl.Addr().String()) }()
-	wg.Wait()
-	if fgot != ngot {
-		t.Errorf("a TLS client silent for 10 WriteTimeouts: faiohttp %s, net/http %s", fgot, ngot)
-	}
+	bothServers(t, "a TLS client silent for 10 WriteTimeouts", h,
+		func(s *Server) { s.WriteTimeout, s.TLSConfig = timeout, conf },
+		func(addr string) string {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				return err.Error()
+			}
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(10 * timeout))
+			if _, err = c.Read(make([]byte, 1)); isTimeout(err) {
+				return "still open"
+			}
+			return "closed"
+		})
 }
