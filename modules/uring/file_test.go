@@ -273,8 +273,9 @@ func TestFixedFilesAndBuffers(t *testing.T) {
 	if err := r.UnregisterBuffers(); err != nil {
 		t.Fatal(err)
 	}
-	if r.buffers != nil {
-		t.Error("ring still references unregistered buffers")
+	if len(r.buffers) == 0 {
+		// A request in flight may still write into them.
+		t.Error("the ring let go of unregistered buffers")
 	}
 	if err := r.UnregisterFiles(); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ const NoOffset int64 = -1
 // SpliceFdIn fdIn.
 func (s *SQE) PrepSplice(fdIn int, offIn int64, fdOut int, offOut int64, n uint32, flags uint32) {
 	s.prep(OpSplice, fdOut, uint64(offIn), min(n, maxRW), uint64(offOut))
-	s.SpliceFdIn = int32(fdIn)
+	s.SpliceFdIn = fdField(fdIn)
 	s.OpFlags = flags
 }
 
@@ -28,6 +28,6 @@ func (s *SQE) PrepSplice(fdIn int, offIn int64, fdOut int, offOut int64, n uint3
 // Fields as for PrepSplice, without offsets.
 func (s *SQE) PrepTee(fdIn, fdOut int, n uint32, flags uint32) {
 	s.prep(OpTee, fdOut, 0, min(n, maxRW), 0)
-	s.SpliceFdIn = int32(fdIn)
+	s.SpliceFdIn = fdField(fdIn)
 	s.OpFlags = flags
 }

@@ -11,7 +11,7 @@ import (
 // It counts only the CQ ring: completions the kernel holds back after an
 // overflow appear once a reaping method has flushed them.
 func (r *Ring) CQReady() uint32 {
-	if r.closed {
+	if !r.open {
 		return 0
 	}
 	return atomic.LoadUint32(r.cq.ktail) - r.cq.head // load-acquire of the CQ tail
@@ -27,6 +27,9 @@ func (r *Ring) CQReady() uint32 {
 // its calls before Close. CQEs released in a batch count as posted until
 // the batch ends.
 func (r *Ring) CQPending() (posted uint32, held bool) {
+	if !r.open || r.cq.ktail == nil {
+		return 0, false // closed, or a zero Ring: nothing mapped to read
+	}
 	posted = atomic.LoadUint32(r.cq.ktail) - atomic.LoadUint32(r.cq.khead)
 	return posted, atomic.LoadUint32(r.sq.kflags)&(sqCQOverflow|sqTaskrun) != 0
 }
@@ -51,7 +54,7 @@ func (r *Ring) userReady() uint32 {
 // a reaping method then enters the kernel to run it. It costs one atomic
 // load.
 func (r *Ring) TaskrunPending() bool {
-	return !r.closed && atomic.LoadUint32(r.sq.kflags)&sqTaskrun != 0
+	return r.open && atomic.LoadUint32(r.sq.kflags)&sqTaskrun != 0
 }
 
 // CQHeld reports whether the kernel holds completions outside the CQ ring:
@@ -61,7 +64,7 @@ func (r *Ring) TaskrunPending() bool {
 // of in io_uring_enter must reap first when this says so, since such
 // completions signal nothing more. It costs one atomic load.
 func (r *Ring) CQHeld() bool {
-	return !r.closed && atomic.LoadUint32(r.sq.kflags)&(sqCQOverflow|sqTaskrun) != 0
+	return r.open && atomic.LoadUint32(r.sq.kflags)&(sqCQOverflow|sqTaskrun) != 0
 }
 
 // PeekCQE returns the oldest ready CQE without waiting, or nil, nil when
@@ -71,7 +74,7 @@ func (r *Ring) CQHeld() bool {
 // with CQESeen once read. Completions the kernel dropped are reported as an
 // *OverflowError (matching ErrCQOverflow), once.
 func (r *Ring) PeekCQE() (*CQE, error) {
-	if r.closed {
+	if !r.open {
 		return nil, ErrClosed
 	}
 	if err := r.checkOverflow(); err != nil {
@@ -153,7 +156,7 @@ func (r *Ring) WaitCQE(timeout time.Duration) (*CQE, error) {
 // completions when the CQ ring is empty. It returns 0 on a closed ring;
 // lost completions are reported by the next PeekCQE, WaitCQE or Submit.
 func (r *Ring) PeekBatch(cqes []*CQE) int {
-	if r.closed || len(cqes) == 0 {
+	if !r.open || len(cqes) == 0 {
 		return 0
 	}
 	if r.peek() == nil {
@@ -181,7 +184,7 @@ func (r *Ring) PeekBatch(cqes []*CQE) int {
 // than CQReady is clamped to it: the kernel must never see entries released
 // that it has not posted.
 func (r *Ring) CQAdvance(n uint32) {
-	if r.closed {
+	if !r.open {
 		return
 	}
 	r.advance(min(n, r.CQReady()))
@@ -204,7 +207,7 @@ func (r *Ring) CQESeen(c *CQE) { r.CQAdvance(1) }
 // queued. Like PeekCQE it flushes held-back completions when the CQ ring is
 // empty; it returns 0 on a closed ring.
 func (r *Ring) ForEachCQE(fn func(*CQE)) int {
-	if r.closed {
+	if !r.open {
 		return 0
 	}
 	if r.peek() == nil && (!r.cqNeedsEnter() || r.flushCQ() != nil) {
@@ -215,7 +218,7 @@ func (r *Ring) ForEachCQE(fn func(*CQE)) int {
 	tail := atomic.LoadUint32(cq.ktail) // load-acquire of the CQ tail
 	n := 0
 	defer func() {
-		if !r.closed {
+		if r.open {
 			r.advance(head - cq.head)
 		}
 	}()
@@ -228,7 +231,7 @@ func (r *Ring) ForEachCQE(fn func(*CQE)) int {
 		}
 		fn(c)
 		n++
-		if r.closed {
+		if !r.open {
 			break
 		}
 	}
@@ -241,7 +244,7 @@ func (r *Ring) ForEachCQE(fn func(*CQE)) int {
 // later flushed are not lost and not counted. Losses are also reported once
 // as an *OverflowError.
 func (r *Ring) Overflow() uint32 {
-	if r.closed {
+	if !r.open {
 		return 0
 	}
 	return atomic.LoadUint32(r.cq.koverflow)

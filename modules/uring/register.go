@@ -12,7 +12,7 @@ import (
 // register calls io_uring_register, retrying when a signal interrupts it
 // (some registrations wait for the ring to go idle).
 func (r *Ring) register(name string, opcode uintptr, arg unsafe.Pointer, nr uint32) (int, error) {
-	if r.closed {
+	if !r.open {
 		return 0, ErrClosed
 	}
 	for {
@@ -83,7 +83,7 @@ const cqEventFdDisabled = 1 << 0
 // program that then sleeps on the eventfd must bound its first sleep and
 // check the CQ ring again.
 func (r *Ring) SetEventFdSignals(on bool) bool {
-	if r.closed || r.cq.kflags == nil {
+	if !r.open || r.cq.kflags == nil {
 		return false
 	}
 	if on {
@@ -107,7 +107,7 @@ var errNoFiles = errors.New("faio/uring: RegisterFiles needs at least one descri
 // request. Entries of -1 are empty slots for RegisterFilesUpdate. The kernel
 // takes its own references, so fds may be closed afterwards.
 func (r *Ring) RegisterFiles(fds []int32) error {
-	if r.closed {
+	if !r.open {
 		return ErrClosed
 	}
 	if len(fds) == 0 {
@@ -127,7 +127,7 @@ type filesUpdate struct {
 // RegisterFilesUpdate replaces the fixed-file slots starting at offset with
 // fds (-1 empties a slot) and returns how many were updated.
 func (r *Ring) RegisterFilesUpdate(offset uint32, fds []int32) (int, error) {
-	if r.closed {
+	if !r.open {
 		return 0, ErrClosed
 	}
 	if len(fds) == 0 {
@@ -155,7 +155,7 @@ var errNoBuffers = errors.New("faio/uring: RegisterBuffers needs at least one no
 // reused while the kernel holds them; the caller must not reslice them into
 // other uses either. Locked memory counts against RLIMIT_MEMLOCK.
 func (r *Ring) RegisterBuffers(bufs [][]byte) error {
-	if r.closed {
+	if !r.open {
 		return ErrClosed
 	}
 	if len(bufs) == 0 {
@@ -172,15 +172,19 @@ func (r *Ring) RegisterBuffers(bufs [][]byte) error {
 	if _, err := r.register("buffers", registerBuffers, unsafe.Pointer(&iovs[0]), uint32(len(iovs))); err != nil {
 		return err
 	}
-	r.buffers = append([][]byte(nil), bufs...)
+	r.buffers = append(r.buffers, bufs...)
 	return nil
 }
 
-// UnregisterBuffers releases the registered buffers.
+// UnregisterBuffers releases the registered buffers from the kernel's
+// table. The kernel does not wait for the requests that use them: one in
+// flight (a READ_FIXED waiting for data) keeps its pages and writes into
+// them when it completes. So the ring keeps the buffers reachable for as
+// long as it lives, Close included: letting them go freed memory the
+// kernel then wrote into (found by a reviewer).
 func (r *Ring) UnregisterBuffers() error {
 	if _, err := r.register("unregister_buffers", unregisterBuffers, nil, 0); err != nil {
 		return err
 	}
-	r.buffers = nil
 	return nil
 }

@@ -86,7 +86,9 @@ type Ring struct {
 	fd       int
 	flags    uint32
 	features uint32
-	closed   bool
+	// open is true from New to Close: a zero Ring (not from New) is
+	// refused as a closed one, where it dereferenced its nil queues.
+	open bool
 
 	sq submissionQueue
 	cq completionQueue
@@ -109,8 +111,11 @@ type Ring struct {
 	// FeatExtArg (see armWaitTimeout).
 	timeoutTS []unix.Timespec
 
-	buffers [][]byte // registered buffers, kept reachable while the kernel uses them
-	regArg  int32    // scratch argument for register calls, so they allocate nothing
+	// Every buffer ever registered, kept reachable for the ring's life:
+	// a request in flight may write into one after it is unregistered
+	// or the ring is closed (see UnregisterBuffers).
+	buffers [][]byte
+	regArg  int32 // scratch argument for register calls, so they allocate nothing
 }
 
 // getEventsArg is struct io_uring_getevents_arg.
@@ -184,7 +189,7 @@ func New(entries uint32, p *Params) (*Ring, error) {
 	if errno != 0 {
 		return nil, setupError(errno, kp.flags)
 	}
-	r := &Ring{fd: int(fd), flags: kp.flags, features: kp.features}
+	r := &Ring{fd: int(fd), flags: kp.flags, features: kp.features, open: true}
 	if err := r.mapRings(&kp); err != nil {
 		r.unmap()
 		unix.Close(r.fd)
@@ -309,16 +314,15 @@ func (r *Ring) unmap() error {
 // caller memory before closing. Close is idempotent; after it every other
 // method fails with ErrClosed (or returns nil/0 where it has no error).
 func (r *Ring) Close() error {
-	if r.closed {
+	if !r.open {
 		return nil
 	}
-	r.closed = true
+	r.open = false
 	err := r.unmap()
 	if cerr := unix.Close(r.fd); cerr != nil && err == nil {
 		err = cerr
 	}
 	r.fd = -1
-	r.buffers = nil
 	r.timeoutTS = nil
 	return err
 }

@@ -37,6 +37,9 @@ func BytePtrFromString(s string) (*byte, error) {
 // PrepConnect. It allocates nothing unless ap has a named IPv6 zone, which
 // it resolves to an interface index.
 func SockaddrFromAddrPort(ap netip.AddrPort, sa *RawSockaddrAny) (uint32, error) {
+	if sa == nil {
+		return 0, errNilSockaddr
+	}
 	addr := ap.Addr()
 	switch {
 	case !addr.IsValid():
@@ -80,6 +83,9 @@ func zoneIndex(zone string) (uint32, error) {
 // AddrPortFromSockaddr decodes the first n bytes of sa, as filled by an
 // accept, into an address and port. IPv6 scope IDs become numeric zones.
 func AddrPortFromSockaddr(sa *RawSockaddrAny, n uint32) (netip.AddrPort, error) {
+	if sa == nil {
+		return netip.AddrPort{}, errNilSockaddr
+	}
 	if n < 2 {
 		return netip.AddrPort{}, fmt.Errorf("faio/uring: socket address too short (%d bytes)", n)
 	}
@@ -117,3 +123,5 @@ func ntohs(p uint16) uint16 {
 	b := *(*[2]byte)(unsafe.Pointer(&p))
 	return uint16(b[0])<<8 | uint16(b[1])
 }
+
+var errNilSockaddr = errors.New("faio/uring: nil socket address")

@@ -54,7 +54,17 @@ const maxRW = math.MaxInt32 &^ 4095
 // prep resets the entry to one operation, as liburing's io_uring_prep_rw
 // does, so that stale fields from an earlier use cannot leak into it.
 func (s *SQE) prep(op Op, fd int, addr uint64, n uint32, off uint64) {
-	*s = SQE{Opcode: op, Fd: int32(fd), Off: off, Addr: addr, Len: n}
+	*s = SQE{Opcode: op, Fd: fdField(fd), Off: off, Addr: addr, Len: n}
+}
+
+// fdField is fd as the entry's 32-bit field: one outside int32's range
+// becomes -1, which the kernel refuses with EBADF. Truncated, 1<<32|p
+// named descriptor p, and the request ran on it (found by a reviewer).
+func fdField(fd int) int32 {
+	if fd < math.MinInt32 || fd > math.MaxInt32 {
+		return -1
+	}
+	return int32(fd)
 }
 
 // prepPtr is prep for an op whose Addr is caller memory the kernel will use.

@@ -46,7 +46,7 @@ const internalUserData = ^uint64(0)
 // published to the kernel by the next Submit; see SQE for how long the
 // pointer stays valid.
 func (r *Ring) GetSQE() *SQE {
-	if r.closed {
+	if !r.open {
 		return nil
 	}
 	sq := &r.sq
@@ -62,7 +62,7 @@ func (r *Ring) GetSQE() *SQE {
 // SQReady returns how many entries have been taken with GetSQE and not yet
 // consumed by the kernel (0 on a closed ring).
 func (r *Ring) SQReady() uint32 {
-	if r.closed {
+	if !r.open {
 		return 0
 	}
 	return r.sq.tail - atomic.LoadUint32(r.sq.khead)
@@ -71,7 +71,7 @@ func (r *Ring) SQReady() uint32 {
 // SQSpace returns how many more entries GetSQE can hand out before the SQ
 // is full (0 on a closed ring).
 func (r *Ring) SQSpace() uint32 {
-	if r.closed {
+	if !r.open {
 		return 0
 	}
 	return r.sq.entries - r.SQReady()
@@ -202,7 +202,7 @@ func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, timeout time.Duration) (int, 
 }
 
 func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) {
-	if r.closed {
+	if !r.open {
 		return 0, ErrClosed
 	}
 	// More than the CQ holds can never be ready in it; the kernel caps its
