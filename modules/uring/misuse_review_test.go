@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"os"
+	"os/exec"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,5 +144,35 @@ func TestZeroRingIsRefused(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Errorf("Close of a zero Ring: %v", err)
+	}
+}
+
+// A wait on an IOPOLL ring with nothing in flight backs off instead of
+// going round at 100% CPU: the kernel does not sleep on such a ring, and
+// returns at once with nothing on its poll list (it used 1 s of CPU in 1 s).
+func TestIOPollWaitWithNothingInFlightDoesNotSpin(t *testing.T) {
+	needRing(t)
+	if os.Getenv("URING_IOPOLL_CHILD") != "" {
+		r, err := New(4, &Params{Flags: SetupIOPoll})
+		if err != nil {
+			os.Exit(3)
+		}
+		r.SubmitAndWait(1)
+		os.Exit(0)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestIOPollWaitWithNothingInFlightDoesNotSpin$")
+	cmd.Env = append(os.Environ(), "URING_IOPOLL_CHILD=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if cmd.ProcessState.ExitCode() == 3 {
+		t.Skip("no IOPOLL ring here")
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()); cpu > 500*time.Millisecond {
+		t.Errorf("SubmitAndWait(1) on an idle IOPOLL ring used %v of CPU in 1 s", cpu)
 	}
 }

@@ -212,8 +212,9 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 	if waitNr > 0 && timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	sqpoll := r.flags&SetupSQPoll != 0
+	sqpoll, iopoll := r.flags&SetupSQPoll != 0, r.flags&SetupIOPoll != 0
 	submitted, armed, expired := 0, 0, false
+	emptyPolls := 0 // IOPOLL rounds in a row that submitted and reaped nothing
 	for {
 		block := waitNr > 0 && timeout != 0 && r.userReady() < waitNr
 		var remaining time.Duration
@@ -260,12 +261,30 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 		if toSubmit == 0 && flags == 0 {
 			break
 		}
+		readyBefore := r.userReady()
 		n, errno := r.enter(toSubmit, minComplete, flags, arg, argSize)
 		timedOut := false
 		switch errno {
 		case 0:
 			if !sqpoll {
 				submitted += n
+			}
+			if iopoll && block {
+				// An IOPOLL ring's kernel does not sleep: with nothing
+				// on its poll list it returns at once, and a wait with
+				// nothing in flight went round at 100% CPU for good
+				// (found by a reviewer). A run of empty rounds backs
+				// off, from 1 µs up to 1 ms, as a sleeping wait would
+				// cost nothing; completions that do come are polled
+				// for at once before it.
+				if n == 0 && r.userReady() == readyBefore {
+					emptyPolls++
+				} else {
+					emptyPolls = 0
+				}
+				if emptyPolls > iopollSpins {
+					time.Sleep(min(time.Microsecond<<min(emptyPolls-iopollSpins, 10), time.Millisecond))
+				}
 			}
 		case unix.EINTR:
 			// Go's preemption signal; nothing was lost, go round again.
@@ -293,6 +312,10 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 	}
 	return r.result(submitted, armed, nil)
 }
+
+// iopollSpins is how many empty rounds in a row a wait on an IOPOLL ring
+// makes before it backs off.
+const iopollSpins = 64
 
 // result builds submitAndWait's results: the count without the internal
 // timeout SQEs it armed, and err, or else a report of completions the
