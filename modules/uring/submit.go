@@ -261,7 +261,10 @@ func (r *Ring) submitAndWait(waitNr uint32, timeout time.Duration) (int, error) 
 		if toSubmit == 0 && flags == 0 {
 			break
 		}
-		readyBefore := r.userReady()
+		var readyBefore uint32
+		if iopoll && block {
+			readyBefore = r.userReady()
+		}
 		n, errno := r.enter(toSubmit, minComplete, flags, arg, argSize)
 		timedOut := false
 		switch errno {
