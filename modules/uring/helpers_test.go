@@ -219,3 +219,17 @@ func ringMappings(t testing.TB) int {
 	}
 	return bytes.Count(b, []byte("[io_uring]"))
 }
+
+// pipeFds returns a pipe's read and write ends, closed when the test ends.
+func pipeFds(t testing.TB) (rd, wr int) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.Close(p[0])
+		unix.Close(p[1])
+	})
+	return p[0], p[1]
+}

@@ -43,11 +43,7 @@ func TestAnFdPastInt32IsRefusedNotTruncated(t *testing.T) {
 	needRing(t)
 	r := newRing(t, 4, nil)
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	p[0], p[1] = pipeFds(t)
 	msg := []byte("misdirected")
 	getSQE(t, r).PrepWrite(1<<32|p[1], msg, CurrentPos)
 	if _, err := r.SubmitAndWait(1); err != nil {
@@ -72,11 +68,7 @@ func TestUnregisteredBuffersStayReachableForRequestsInFlight(t *testing.T) {
 	needRing(t)
 	r := newRing(t, 4, nil)
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	p[0], p[1] = pipeFds(t)
 	const size = 1 << 20
 	func() {
 		buf := make([]byte, size)

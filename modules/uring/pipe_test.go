@@ -103,11 +103,7 @@ func TestSpliceFromSocket(t *testing.T) {
 	}
 	client, server := tcpPair(t) // closed by the test's cleanup
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	p[0], p[1] = pipeFds(t)
 	readPipe := func(n int) []byte {
 		t.Helper()
 		b := make([]byte, n)

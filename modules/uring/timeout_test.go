@@ -198,11 +198,7 @@ func TestPollAdd(t *testing.T) {
 	needRing(t)
 	r := newRing(t, 4, nil)
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	p[0], p[1] = pipeFds(t)
 	s := getSQE(t, r)
 	s.PrepPollAdd(p[0], unix.POLLIN)
 	s.SetUserData(1)
