@@ -1115,3 +1115,44 @@ func TestTryReapRefuses(t *testing.T) {
 		t.Error("TryReap of a thread-bound ring succeeded")
 	}
 }
+
+// A cancel the kernel answers -EALREADY or -ENOENT for an operation still
+// in flight is asked again after a timer whose delay doubles per ask, from
+// 1 ms up to 128 ms, so that an operation io-wq runs for long costs a few
+// entries a second; and the cancel asked again does end the operation.
+func TestRingRecancelBacksOff(t *testing.T) {
+	f := newRingFixture(t, 64)
+	fds := socketpair(t)
+	id := f.r.Start(&recvOp{fd: fds[0], buf: make([]byte, 8)}, "reader", 1)
+	f.r.Wait(0)
+	f.r.mu.Lock()
+	rec, _ := f.r.recs.lookup(id)
+	rec.cancelled = true // as if its cancel had been asked and refused
+	for i := range recancelDelays + 2 {
+		f.r.cancelAnswered(id, -int32(syscall.EALREADY))
+		f.r.cancelAgain()
+		want := min(i+1, recancelDelays)
+		if int(rec.recancels) != want {
+			t.Fatalf("after %d refusals: %d asks counted, want %d", i+1, rec.recancels, want)
+		}
+	}
+	for i, ts := range f.r.recancelTS {
+		if got, want := time.Duration(ts.Nano()), time.Millisecond<<i; got != want {
+			t.Errorf("delay %d = %v, want %v", i, got, want)
+		}
+	}
+	// A zero-copy send waiting for its notification is not asked again.
+	rec.more = true
+	f.r.cancelAnswered(id, -int32(syscall.ENOENT))
+	if n := len(f.r.recancelAfter); n != 0 {
+		t.Errorf("%d asks queued for a record waiting for its notification", n)
+	}
+	rec.more = false
+	f.r.mu.Unlock()
+	// The first timer fires after 1 ms and the cancel, asked again, ends
+	// the receive (the kernel finds it this time).
+	f.waitFor(t, 1)
+	if err := f.dones[0].r.Err(); !errors.Is(err, syscall.ECANCELED) && !errors.Is(err, syscall.EINTR) {
+		t.Fatalf("the receive ended with %v, want ECANCELED", err)
+	}
+}
