@@ -54,6 +54,15 @@ func startNetHTTP(t *testing.T, h http.Handler, cfg func(*Server)) string {
 	return ln.Addr().String()
 }
 
+// okHandler answers every request "ok".
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+
+// tlsConfig is a server configuration with a self-signed certificate.
+func tlsConfig(t *testing.T) *tls.Config {
+	cert, _ := selfSigned(t)
+	return &tls.Config{Certificates: []tls.Certificate{cert}}
+}
+
 // bothServers runs check against a faiohttp server and a net/http server
 // of the same handler and configuration, and fails when what check
 // returns differs.
@@ -78,7 +87,6 @@ func bothServers(t *testing.T, name string, h http.Handler, cfg func(*Server), c
 // header"). faiohttp closed the first without a word, and gave the
 // second the bare reason phrase.
 func TestRefusalsAreNetHTTPsByteForByte(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	for _, req := range []string{
 		"GET / HTTP/1.1\r\nHost: a\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\nX-Long: abc",
@@ -88,7 +96,7 @@ func TestRefusalsAreNetHTTPsByteForByte(t *testing.T) {
 		"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
 		"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
 	} {
-		bothServers(t, fmt.Sprintf("%q", req), h, nil, func(addr string) string {
+		bothServers(t, fmt.Sprintf("%q", req), okHandler, nil, func(addr string) string {
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
 				return err.Error()
@@ -197,10 +205,8 @@ func TestBufferedBodyFramingAsNetHTTP(t *testing.T) {
 // the next was served (found by a reviewer).
 func TestTLSFirstRequestsHeaderTimeoutAsNetHTTP(t *testing.T) {
 	const timeout = 500 * time.Millisecond
-	cert, _ := selfSigned(t)
-	conf := &tls.Config{Certificates: []tls.Certificate{cert}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	bothServers(t, "a header sent over 1.4 ReadHeaderTimeouts after the handshake", h,
+	conf := tlsConfig(t)
+	bothServers(t, "a header sent over 1.4 ReadHeaderTimeouts after the handshake", okHandler,
 		func(s *Server) { s.ReadHeaderTimeout, s.TLSConfig = timeout, conf },
 		func(addr string) string {
 			c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
@@ -228,10 +234,8 @@ func TestTLSFirstRequestsHeaderTimeoutAsNetHTTP(t *testing.T) {
 // a reviewer).
 func TestTLSHandshakeTimeoutAsNetHTTP(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	cert, _ := selfSigned(t)
-	conf := &tls.Config{Certificates: []tls.Certificate{cert}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	bothServers(t, "a TLS client silent for 10 WriteTimeouts", h,
+	conf := tlsConfig(t)
+	bothServers(t, "a TLS client silent for 10 WriteTimeouts", okHandler,
 		func(s *Server) { s.WriteTimeout, s.TLSConfig = timeout, conf },
 		func(addr string) string {
 			c, err := net.Dial("tcp", addr)
