@@ -42,7 +42,9 @@ func startNetHTTP(t *testing.T, h http.Handler, cfg func(*Server)) string {
 			}
 		}}
 	if fs.TLSConfig != nil {
-		srv.TLSConfig = fs.TLSConfig
+		// A clone: ServeTLS writes NextProtos into the Config it is
+		// given, while the faiohttp server reads the one cfg set.
+		srv.TLSConfig = fs.TLSConfig.Clone()
 		go srv.ServeTLS(ln, "", "")
 	} else {
 		go srv.Serve(ln)
