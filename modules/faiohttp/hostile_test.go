@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -691,5 +692,37 @@ func TestFirstRequestsHeaderTimeoutCountsFromTheWait(t *testing.T) {
 	case <-served:
 		t.Errorf("the request was served (%q), though its header came after ReadHeaderTimeout from the connection's start", resp)
 	default:
+	}
+}
+
+// A TLSConfig that offers h2 does not make a client agree on h2 with a
+// server that then answers in HTTP/1.1 (the client could not read it):
+// Serve's clone offers "http/1.1" alone, and leaves the caller's Config
+// as it was, so that a Config shared with a net/http server is not
+// written to while that server reads it.
+func TestTLSServerNeverAgreesOnH2(t *testing.T) {
+	cert, pool := selfSigned(t)
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	addr, _ := startFaio(t, okHandler, func(s *Server) { s.TLSConfig = conf })
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "faio.test", NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+		t.Errorf("agreed on %q, want http/1.1", p)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "ok" {
+		t.Errorf("got %d %q, want 200 \"ok\"", resp.StatusCode, body)
+	}
+	if !slices.Equal(conf.NextProtos, []string{"h2", "http/1.1"}) {
+		t.Errorf("Serve changed the caller's NextProtos to %q", conf.NextProtos)
 	}
 }

@@ -68,6 +68,7 @@ import (
 	"net/textproto"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,11 @@ type Server struct {
 	Handler http.Handler
 	// TLSConfig, if set, makes every connection TLS (crypto/tls over the
 	// faio connection, the handshake done in the connection's task).
+	// Serve takes a clone of it when it starts, as net/http's ServeTLS
+	// does, so changes made after that do not reach its connections.
+	// The clone's NextProtos offers "http/1.1" and never "h2": faiohttp
+	// speaks HTTP/1.1 only, and a client that had agreed on h2 could
+	// not read its answers.
 	TLSConfig *tls.Config
 	// ReadTimeout bounds reading one request, body included, from the
 	// first byte of its header (a new connection's first request: from
@@ -176,6 +182,7 @@ func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
 	}
 	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()
+	tlsConf := s.tlsConfig()
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, ln)
@@ -205,7 +212,7 @@ func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
 			continue
 		}
 		backoff = 0
-		cn := &conn{srv: s, nc: c.NetConn(), start: time.Now()}
+		cn := &conn{srv: s, nc: c.NetConn(), tls: tlsConf, start: time.Now()}
 		if !s.track(cn, true) {
 			cn.nc.Close()
 			return ErrServerClosed
@@ -216,6 +223,27 @@ func (s *Server) serve(ctx context.Context, ln *aio.Listener) error {
 			return struct{}{}, nil
 		})
 	}
+}
+
+// tlsConfig returns the Config that one Serve's connections use: nil
+// without TLSConfig, else a clone of it whose NextProtos has "http/1.1"
+// and not "h2" (see TLSConfig).
+func (s *Server) tlsConfig() *tls.Config {
+	if s.TLSConfig == nil {
+		return nil
+	}
+	conf := s.TLSConfig.Clone()
+	protos := make([]string, 0, len(conf.NextProtos)+1)
+	for _, p := range conf.NextProtos {
+		if p != "h2" {
+			protos = append(protos, p)
+		}
+	}
+	if !slices.Contains(protos, "http/1.1") {
+		protos = append(protos, "http/1.1")
+	}
+	conf.NextProtos = protos
+	return conf
 }
 
 // acceptFatal reports whether err, from Accept, says that the listener
@@ -385,6 +413,7 @@ func (s *Server) logf(format string, args ...any) {
 type conn struct {
 	srv    *Server
 	nc     *aio.NetConn
+	tls    *tls.Config   // Serve's clone of srv.TLSConfig; nil: plain HTTP
 	remote string        // nc's remote address, every request's RemoteAddr
 	rwc    net.Conn      // nc, or the TLS connection over it
 	lr     *limitReader  // bounds the header read
@@ -506,7 +535,7 @@ func (c *conn) serve(ctx context.Context) {
 	c.stopClose = stop
 	c.rwc = c.nc
 	c.remote = c.nc.RemoteAddr().String()
-	if s.TLSConfig != nil {
+	if c.tls != nil {
 		// Idle, for Shutdown, until its first byte, as a plain one
 		// waiting for its first request: Shutdown waited for one that
 		// never sent its hello (found by a reviewer). net/http closes
@@ -517,7 +546,7 @@ func (c *conn) serve(ctx context.Context) {
 			return
 		}
 		c.tlsIn = tlsTransport{NetConn: c.nc, c: c}
-		tc := tls.Server(&c.tlsIn, s.TLSConfig)
+		tc := tls.Server(&c.tlsIn, c.tls)
 		if d := s.tlsHandshakeTimeout(); d > 0 {
 			c.nc.SetDeadline(time.Now().Add(d))
 		}
@@ -543,7 +572,7 @@ func (c *conn) serve(ctx context.Context) {
 		// the idle connections, so one of the two sees the other. A
 		// TLS connection's first request is read in the state its
 		// handshake left.
-		if !first || s.TLSConfig == nil {
+		if !first || c.tls == nil {
 			c.state.Store(stateIdle)
 		}
 		if s.shutdown.Load() {
