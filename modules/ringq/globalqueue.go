@@ -18,10 +18,10 @@ const minGlobalCap = 256
 // halves (or more) only after a whole turnover of the ring during which at
 // most a quarter of it was in use. So the steady state, even one that swings
 // between empty and a large backlog, allocates nothing, while a one-off
-// burst does not pin its peak memory forever. The item count is mirrored in an atomic so that idle workers can
-// poll Len without taking the lock.
+// burst does not pin its peak memory forever. The item count is mirrored
+// in an atomic so that idle workers can poll Len without taking the lock.
 //
-// The zero value is not usable; call NewGlobalQueue.
+// The zero value is an empty, open queue, as NewGlobalQueue returns.
 type GlobalQueue[T any] struct {
 	mu     sync.Mutex
 	buf    []T // len is 0 or a power of two

@@ -237,16 +237,19 @@ func TestLocalQueueZeroesDepartedSlots(t *testing.T) {
 	q, _ := NewLocalQueue[*int](4)
 	d, _ := NewLocalQueue[*int](4)
 	g := NewGlobalQueue[*int]()
-	for range 5 { // the fifth push overflows two items plus itself
+	// The fifth push overflows two items plus itself; two more fill q
+	// again, so that the steal takes two: one returned, one into d.
+	for range 7 {
 		v := new(int)
 		if err := q.Push(v, g); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := q.StealInto(d); !ok {
-		t.Fatal("steal refused")
+	if _, ok := q.StealInto(d); !ok || d.Len() != 1 {
+		t.Fatalf("steal: ok %v, thief's queue holds %d; want true, 1", ok, d.Len())
 	}
 	d.Pop()
+	q.Pop()
 	q.Pop()
 	for name, lq := range map[string]*LocalQueue[*int]{"victim": q, "thief": d} {
 		if lq.Len() != 0 {

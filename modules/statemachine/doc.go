@@ -139,7 +139,7 @@
 // # Misuse
 //
 // Counting errors are bugs in the caller and would silently stall the
-// runtime, so they panic with a message starting "statemachine:", as
+// runtime, so they panic with a message starting "faio/statemachine:", as
 // sync.WaitGroup does for a negative counter: TransitionFromSearching or
 // SetSleeping(id, true) with no searcher counted, and SetSleeping for a
 // worker that is already listed or was notified and has not called

@@ -33,7 +33,8 @@ const (
 
 // StateMachine is the shared accounting of one pool of workers. The zero
 // value is not usable; create one with New. All methods are safe for
-// concurrent use and allocate nothing.
+// concurrent use and allocate nothing, but for CheckID's error for an id
+// out of range.
 type StateMachine struct {
 	state   atomic.Uint64 // a counters value
 	workers int

@@ -23,7 +23,8 @@ func mustNew(t testing.TB, workers int) *StateMachine {
 	return s
 }
 
-// mustPanic runs f, requires a panic whose message contains want, and
+// mustPanic runs f, requires a panic whose message starts with the
+// package's prefix (see the doc's Misuse section) and contains want, and
 // requires the counters to be unchanged afterwards.
 func mustPanic(t *testing.T, s *StateMachine, want string, f func()) {
 	t.Helper()
@@ -34,8 +35,8 @@ func mustPanic(t *testing.T, s *StateMachine, want string, f func()) {
 			if r == nil {
 				t.Fatalf("no panic, want one containing %q", want)
 			}
-			if msg, _ := r.(string); !strings.Contains(msg, want) {
-				t.Fatalf("panic %v, want one containing %q", r, want)
+			if msg, _ := r.(string); !strings.HasPrefix(msg, "faio/statemachine: ") || !strings.Contains(msg, want) {
+				t.Fatalf("panic %v, want one starting \"faio/statemachine: \" and containing %q", r, want)
 			}
 		}()
 		f()
