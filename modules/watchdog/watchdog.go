@@ -18,6 +18,7 @@
 package watchdog
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,10 @@ type Watchdog struct {
 	// other, so a worker never runs unwatched while the watchdog sleeps.
 	asleep atomic.Bool
 	wake   chan struct{} // capacity 1
+	// gid is the id of the watchdog's goroutine, set when it starts, so
+	// that Stop called from a Workers method (on that goroutine) does not
+	// wait for itself.
+	gid atomic.Uint64
 }
 
 // Start starts watching ws with the given threshold (at least
@@ -118,10 +123,46 @@ func (d *Watchdog) Asleep() bool { return d.asleep.Load() }
 func (d *Watchdog) Stalls() uint64 { return d.stalls.Load() }
 
 // Stop stops the watchdog and waits for its goroutine to end. Calling it
-// again, or from several goroutines at once, only waits.
+// again, or from several goroutines at once, only waits. Called from a
+// Workers method, which runs on that very goroutine, Stop cannot wait for
+// it: it returns at once, and the watchdog ends as soon as that method
+// returns, calling no Stalled or Rescue after it.
 func (d *Watchdog) Stop() {
 	d.stop.Do(func() { close(d.quit) })
+	if g := d.gid.Load(); g != 0 && g == goid() {
+		return
+	}
 	<-d.done
+}
+
+// quitting reports whether Stop has been called.
+func (d *Watchdog) quitting() bool {
+	select {
+	case <-d.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// goid returns the calling goroutine's id, parsed from the header of its
+// stack trace ("goroutine 18 [running]:"). Only Stop and the watchdog's
+// start call it, once each.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	const prefix = "goroutine "
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return 0
+	}
+	var id uint64
+	for _, c := range b[len(prefix):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
 }
 
 // allParked reports whether every worker is asleep (or about to be).
@@ -143,6 +184,7 @@ type workerSample struct {
 
 func (d *Watchdog) run() {
 	defer close(d.done)
+	d.gid.Store(goid())
 	ticker := time.NewTicker(d.threshold / 2)
 	defer ticker.Stop()
 	samples := make([]workerSample, d.ws.NumWorkers())
@@ -165,6 +207,9 @@ func (d *Watchdog) run() {
 				continue
 			}
 			for i := range samples {
+				if d.quitting() {
+					return // stopped from a Workers method
+				}
 				d.check(i, &samples[i], now)
 			}
 		}
