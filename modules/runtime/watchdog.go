@@ -87,9 +87,11 @@ func (r *watchedWorkers) Stalled(i int, what any, d time.Duration, waiting int) 
 func (r *watchedWorkers) markStuck(i int, run runSample) {
 	w := r.workers[i]
 	w.stalledOn.Store(run.c)
-	if w.current.Load() != run.c {
-		// Moved on meanwhile (a resumption may have cleared the mark
-		// before this store): undo it, unless it is a new one's.
+	if w.current.Load() != run.c || run.c.watched.Load() != run.task {
+		// Moved on meanwhile, to another coroutine or to another task
+		// on the same one (runInline names the task before it clears
+		// the mark; a resumption may have cleared it before this
+		// store): undo it, unless it is a new one's.
 		w.stalledOn.CompareAndSwap(run.c, nil)
 	}
 }

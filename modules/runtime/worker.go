@@ -520,13 +520,15 @@ func (w *worker) runInline(c *coro) bool {
 	if w.pinned {
 		w.adopt(t)
 	}
+	// Named before the mark is cleared: a markStuck for the previous
+	// task that this clear misses sees the new name (see markStuck).
+	c.watched.Store(t)
 	if w.stalledOn.Load() != nil {
 		w.stalledOn.Store(nil)
 	}
 	t.worker = w
 	t.bind(c)
 	c.task, c.budget = t, 0
-	c.watched.Store(t)
 	w.runningTask = t
 	return true
 }
