@@ -593,8 +593,26 @@ template <class Rep, class Period> std::uint64_t to_ns(std::chrono::duration<Rep
     using W = std::chrono::duration<std::common_type_t<Rep, std::intmax_t>, Period>;
     const W w = d;
     if constexpr (std::ratio_greater<Period, std::nano>::value) {
-        if (w >= std::chrono::duration_cast<W>(ns::max()))
+        // R::num / R::den nanoseconds a unit of d. Neither duration_cast
+        // of ns::max() to W nor of w to ns may be used here: both multiply
+        // by R::num before dividing by R::den, which overflows (undefined
+        // behaviour) for a unit that is no whole number of nanoseconds
+        // (1/60 s, 1/1024 s, 1/48000 s): a 1/1024 s tick was forever. So
+        // whole multiples of R::den first, then the rest (< R::den).
+        using R = std::ratio_divide<Period, std::nano>;
+        constexpr std::uintmax_t max = INT64_MAX; // ns::max()
+        const auto c = static_cast<std::uintmax_t>(w.count()); // > 0
+        const std::uintmax_t q = c / R::den, r = c % R::den;
+        if (q > max / R::num)
             return UINT64_MAX;
+        std::uintmax_t n = q * R::num; // <= max
+        if constexpr (R::den != 1) {
+            if constexpr (static_cast<std::uintmax_t>(R::num) <= UINTMAX_MAX / R::den)
+                n += r * R::num / R::den;
+            else
+                n += static_cast<std::uintmax_t>(static_cast<long double>(r) * R::num / R::den);
+        }
+        return n >= max ? UINT64_MAX : static_cast<std::uint64_t>(n);
     }
     return static_cast<std::uint64_t>(std::chrono::duration_cast<ns>(w).count());
 }

@@ -867,6 +867,15 @@ void test_sleep_forever()
     CHECK(to_ns(std::chrono::duration<int, std::milli>(2100000000)) == 2100000000000000ULL);
     CHECK(to_ns(std::chrono::duration<std::uint64_t, std::nano>(UINT64_MAX - 1)) == UINT64_MAX - 1);
     CHECK(to_ns(std::chrono::duration<std::int64_t, std::ratio<86400>>(200000)) == UINT64_MAX);
+    // Units that are no whole number of nanoseconds: duration_cast
+    // overflowed multiplying by the ratio's numerator, and a 1/1024 s
+    // tick was forever.
+    CHECK(to_ns(std::chrono::duration<std::int64_t, std::ratio<1, 1024>>(1)) == 976562);
+    CHECK(to_ns(std::chrono::duration<std::int64_t, std::ratio<1, 32768>>(32768)) == 1000000000ULL);
+    CHECK(to_ns(std::chrono::duration<std::int64_t, std::ratio<1, 60>>(60)) == 1000000000ULL);
+    CHECK(to_ns(std::chrono::duration<std::int64_t, std::ratio<1, 60>>(100LL * 365 * 86400 * 60)) ==
+          100ULL * 365 * 86400 * 1000000000);
+    CHECK(to_ns(std::chrono::duration<std::int64_t, std::ratio<1, 60>>(INT64_MAX)) == UINT64_MAX);
 }
 
 // ---- empty tasks ----
