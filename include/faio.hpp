@@ -29,7 +29,13 @@
 // faio::block_on waits for every coroutine spawned under it. Operations that
 // can complete at once (a free lock, a ready channel) complete without
 // suspending, but after 64 such completions in a row on one worker the next
-// one takes the asynchronous path, which lets the worker run other tasks.
+// one takes the asynchronous path. That path does not by itself let the
+// worker run other tasks: the operation, started when the callback
+// returns, runs on in the same faio task and is charged to its cooperative
+// budget (128), so tasks waiting on the worker run only after several
+// thousand ready operations in a row (about 4,900 lock, send and recv
+// awaits on one worker). A loop that must let them run sooner awaits
+// faio::yield().
 //
 // Errors: FAIO_E* codes and negated errnos are thrown as faio::error, except
 // a closed channel, which send reports as false and recv as std::nullopt.

@@ -471,6 +471,38 @@ void test_shutdown_errors(faio::runtime &rt)
     orphan.unlock();
 }
 
+// ---- yield lets the tasks already waiting run first ----
+
+std::string yield_order;
+
+faio::task<> mark(char c)
+{
+    yield_order += c;
+    co_return;
+}
+
+faio::task<> yielder()
+{
+    faio::spawn(mark('a'));
+    faio::spawn(mark('b'));
+    faio::spawn(mark('c'));
+    for (int i = 0; i < 3; i++) {
+        co_await faio::yield();
+        yield_order += '0' + i;
+    }
+}
+
+// On one worker: the three spawned tasks wait when yielder yields, so they
+// run before it goes on (it used to run on 124 times first).
+void test_yield_order()
+{
+    faio::runtime one(1);
+    yield_order.clear();
+    faio::block_on(one, yielder());
+    CHECK(yield_order.size() == 6);
+    CHECK(yield_order.find('0') > yield_order.find_last_of("abc"));
+}
+
 // ---- two runtimes ----
 
 std::atomic<long> counts[2];
@@ -1078,6 +1110,7 @@ int main(int argc, char **argv)
     run_test("c++: a lock awaitable awaited again forgets its first error", [&] { test_lock_awaited_again(rt); });
     run_test("c++: 1,000,000 awaits in a loop and 200,000 nested use no stack", [&] { test_await_loop(rt); });
     run_test("c++: a coroutine of another library awaits faio tasks", test_task_awaited_outside_faio);
+    run_test("c++: yield lets the tasks already waiting run first", test_yield_order);
     for (const auto &t : isolated_tests)
         run_isolated(t.name);
     std::printf("c++: %d passed, %d failed\n", passed, failed);
