@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"syscall"
@@ -121,6 +122,13 @@ func (j *ioJob) viaPoller(ctx context.Context, s *rtState) (int64, bool) {
 	defer s.pollFDs.release(e)
 	fd = e.dup
 	if err := e.f.Wait(ctx, j.op == uring.OpSend, try); err != nil {
+		if pe := (*runtime.PollerError)(nil); errors.As(err, &pe) {
+			// The poller lost its epoll descriptor (a stray close
+			// elsewhere in the program): no shutdown, so not
+			// FAIO_ECANCELED, but the errno that showed it (found
+			// by a reviewer).
+			return j.pollerFailed(pe), true
+		}
 		// Cancelled: the runtime is shutting down. (The poller closes
 		// only after the last task has ended.)
 		return j.cancelled(), true
@@ -522,6 +530,19 @@ func (j *ioJob) sockCall(fd, trap uintptr) (uintptr, syscall.Errno) {
 // cancelled is the result of j when the runtime's shutdown ends its wait:
 // FAIO_ECANCELED, or the bytes a MSG_WAITALL transfer had moved by then,
 // which the ring reports too.
+// pollerFailed is the result of an operation whose wait failed with pe:
+// what it moved, if anything, else the negated errno that showed the loss
+// (EBADF mostly), else FAIO_EINTERNAL.
+func (j *ioJob) pollerFailed(pe *runtime.PollerError) int64 {
+	if j.moved > 0 {
+		return int64(j.moved)
+	}
+	if errno := syscall.Errno(0); errors.As(pe.Err, &errno) && errno != 0 {
+		return -int64(errno)
+	}
+	return int64(codeEINTERNAL)
+}
+
 func (j *ioJob) cancelled() int64 {
 	if j.moved > 0 {
 		return int64(j.moved)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -190,5 +192,64 @@ func TestPortableRecvWaitAll(t *testing.T) {
 	close(stop)
 	if n := joinWithin(t, h, "the receive"); n != 3 || string(buf[:3]) != "abc" {
 		t.Fatalf("the cancelled receive: %d %q, want 3 \"abc\"", n, buf[:max(n, 0)])
+	}
+}
+
+// epollFds returns the descriptors of the process that are epoll
+// instances.
+func epollFds(t *testing.T) map[int]bool {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := map[int]bool{}
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == "anon_inode:[eventpoll]" {
+			fd, _ := strconv.Atoi(e.Name())
+			fds[fd] = true
+		}
+	}
+	return fds
+}
+
+// A receive waiting in a poller that loses its epoll descriptor (closed by
+// a stray close elsewhere in the program) completes with the errno that
+// showed it, not with FAIO_ECANCELED, which faio.h gives to operations
+// cancelled by a runtime's shutdown (found by a reviewer).
+func TestPortableRecvInABrokenPollerIsNoCancellation(t *testing.T) {
+	before := epollFds(t)
+	s := newPortableState(t)
+	a0, a1 := socketPair(t)
+	h := startRecv(s, a0, make([]byte, 16))
+	for deadline := time.Now().Add(5 * time.Second); s.pollFDs.waiters(a0) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the receive never waited in the poller")
+		}
+	}
+	var mine []int
+	for fd := range epollFds(t) {
+		if !before[fd] {
+			mine = append(mine, fd)
+		}
+	}
+	if len(mine) != 1 {
+		t.Fatalf("found %d new epoll instances (%v), want the runtime's one", len(mine), mine)
+	}
+	if err := unix.Close(mine[0]); err != nil {
+		t.Fatal(err)
+	}
+	// The poller's watcher checks its descriptor every second.
+	if r := joinWithin(t, h, "the receive in the broken poller"); r != -int64(unix.EBADF) {
+		t.Fatalf("the receive completed with %d, want -EBADF (%d)", r, -int64(unix.EBADF))
+	}
+	// A later one waits with poll(2), as faio.h says.
+	buf := make([]byte, 16)
+	later := startRecv(s, a0, buf)
+	if _, err := unix.Write(a1, []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if n := joinWithin(t, later, "a receive after the loss"); n != 4 || string(buf[:4]) != "late" {
+		t.Fatalf("a receive after the loss: %d %q, want 4 \"late\"", n, buf[:max(n, 0)])
 	}
 }

@@ -179,7 +179,11 @@ enum faio_backend {
      * (or the end of the stream). As on io_uring, it keeps its socket: if
      * the program closes the descriptor meanwhile, it still completes on
      * that socket, and a socket opened later under the same number is
-     * another one. Any other pending operation waits for its descriptor
+     * another one. If the epoll instance is closed behind the runtime's
+     * back (a stray close of its number elsewhere in the program), the
+     * calls waiting in it complete with -EBADF (the errno that showed
+     * it) within a second, and later ones wait with poll(2) as below.
+     * Any other pending operation waits for its descriptor
      * with poll(2) on a thread of its own (fine for a fallback, not for
      * thousands of them), so its descriptor must stay open until it
      * completes. Each completes with FAIO_ECANCELED once faio_runtime_free
