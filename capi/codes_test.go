@@ -42,7 +42,7 @@ func TestErrorCode(t *testing.T) {
 // never reads as one of them.
 func TestCodesBelowErrnos(t *testing.T) {
 	for _, c := range []int32{codeEINVAL, codeEBADHANDLE, codeESHUTDOWN, codeEWOULDBLOCK, codeEBUSY,
-		codeEAGAIN, codeECLOSED, codeECANCELED, codeENOTLOCKED, codeENOTWORKER, codeENOMEM, codeEINTERNAL} {
+		codeEAGAIN, codeECLOSED, codeECANCELED, codeENOTLOCKED, codeENOTWORKER, codeENOMEM, codeEINTERNAL, codeENOURING} {
 		if c > -10000 {
 			t.Errorf("code %d overlaps the errno range", c)
 		}

@@ -158,8 +158,9 @@ func TestBlockingCallsRefuseInsideCallbacks(t *testing.T) {
 }
 
 // Shutdown invokes every accepted callback exactly once: waiting jobs see
-// the cancellation, and jobs their callbacks start during the shutdown
-// still run.
+// the cancellation, and the jobs their callbacks try to start during the
+// shutdown are refused with FAIO_ESHUTDOWN, so no accepted one is left
+// uncalled.
 func TestShutdownInvokesEveryCallback(t *testing.T) {
 	h, s := newTestRuntime(t, 2)
 	const n = 200
@@ -173,7 +174,7 @@ func TestShutdownInvokesEveryCallback(t *testing.T) {
 				calls[i].Add(1)
 				status[i].Store(st)
 				// Refused: the runtime is closing.
-				if rc := s.start(token, &goJob{callback: func(*rtState, uint64, int32) { followUps.Add(1) }}); rc == codeOK {
+				if rc := s.start(token, &goJob{callback: func(*rtState, uint64, int32) { followUps.Add(1) }}); rc != codeESHUTDOWN {
 					followUps.Add(-1000)
 				}
 			},
@@ -191,7 +192,7 @@ func TestShutdownInvokesEveryCallback(t *testing.T) {
 		}
 	}
 	if followUps.Load() != 0 {
-		t.Errorf("jobs started during shutdown: %d", followUps.Load())
+		t.Errorf("jobs started during shutdown were not refused with FAIO_ESHUTDOWN (%d: -1000 per start not refused so, +1 per callback run)", followUps.Load())
 	}
 	if rc := s.start(0, &goJob{}); rc != codeESHUTDOWN {
 		t.Errorf("start after free = %d, want %d", rc, codeESHUTDOWN)
