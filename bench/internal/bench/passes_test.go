@@ -132,3 +132,28 @@ func TestRenderTablePasses(t *testing.T) {
 		t.Errorf("got:\n%s\nwant the row:\n%s", got, want)
 	}
 }
+
+// A failure of an implementation that has no column (W9's fasthttp) in one
+// pass shows that pass and says FAILED, instead of showing it as the
+// median pass and judging it.
+func TestRenderTablePassesNonPrimaryFailure(t *testing.T) {
+	w9, _ := LookupWorkload("W9")
+	pass := func(o Outcome, p int) Outcome { o.Pass = p; return o }
+	var outcomes []Outcome
+	for p, faioNs := range []int64{900, 600, 700} {
+		outcomes = append(outcomes,
+			pass(outcome(t, "W9", FaioNative, 2, ns(faioNs)), p),
+			pass(outcome(t, "W9", FaioAdapter, 2, ns(1500)), p),
+			pass(outcome(t, "W9", NetHTTP, 2, ns(1000)), p))
+		if p == 1 {
+			outcomes = append(outcomes, Outcome{Workload: w9, Impl: FastHTTP, Workers: 2, Err: errors.New("boom"), Pass: p})
+		} else {
+			outcomes = append(outcomes, pass(outcome(t, "W9", FastHTTP, 2, ns(500)), p))
+		}
+	}
+	got := RenderTable(outcomes, 2)
+	want := "| W9-http-hello | 2 | 600.0 | 1000.0 | 0.60 | faio-adapter 1500.0 ns/op; fasthttp FAILED: boom; ratios of 3 passes: 0.90, 0.60, 0.70, a failed pass shown | ≤ 1 | FAILED |"
+	if !strings.Contains(got, want) {
+		t.Errorf("got:\n%s\nwant the row:\n%s", got, want)
+	}
+}

@@ -84,6 +84,7 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 		passes  []map[Impl]Outcome // indexed by Outcome.Pass
 		byImpl  map[Impl]Outcome   // the pass shown
 		ratios  []float64          // every pass's ratio, in pass order
+		failed  bool               // the pass shown is one where a run failed
 	}
 	var rows []*row
 	index := map[key]*row{}
@@ -101,7 +102,7 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 		r.passes[o.Pass][o.Impl] = o
 	}
 	for _, r := range rows {
-		r.byImpl, r.ratios = shownPass(r.w, r.passes)
+		r.byImpl, r.ratios, r.failed = shownPass(r.w, r.passes)
 	}
 
 	var b strings.Builder
@@ -133,12 +134,15 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 				}
 			}
 		}
-		if (fok && f.Err != nil) || (gok && g.Err != nil) {
+		// Any implementation's failure, W9's faio-adapter and fasthttp
+		// included: shownPass shows the pass where it happened, not the
+		// median one, so the row must not pass for a judged median.
+		if r.failed {
 			met = "FAILED"
 		}
 		d := details(r.w, r.byImpl)
 		if len(r.passes) > 1 {
-			d = joinDetails(d, passNote(r.ratios, len(r.passes)))
+			d = joinDetails(d, passNote(r.ratios, len(r.passes), r.failed))
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n",
 			r.w.Label(), r.workers, nsCell(f, fok), nsCell(g, gok), ratio,
@@ -154,7 +158,7 @@ func renderRows(outcomes []Outcome, targetWorkers int, judge bool) string {
 // figure of the row, and the judgement, comes from one same-run pair;
 // else the first pass. ratios lists the ratio of every pass where both
 // sides succeeded, in pass order.
-func shownPass(w *Workload, passes []map[Impl]Outcome) (shown map[Impl]Outcome, ratios []float64) {
+func shownPass(w *Workload, passes []map[Impl]Outcome) (shown map[Impl]Outcome, ratios []float64, failedShown bool) {
 	type paired struct {
 		ratio float64
 		pass  map[Impl]Outcome
@@ -176,22 +180,25 @@ func shownPass(w *Workload, passes []map[Impl]Outcome) (shown map[Impl]Outcome, 
 	}
 	switch {
 	case failed != nil:
-		return failed, ratios
+		return failed, ratios, true
 	case len(ok) == 0:
-		return passes[0], ratios
+		return passes[0], ratios, false
 	}
 	slices.SortStableFunc(ok, func(a, b paired) int { return cmp.Compare(a.ratio, b.ratio) })
-	return ok[(len(ok)-1)/2].pass, ratios
+	return ok[(len(ok)-1)/2].pass, ratios, false
 }
 
 // passNote is the details' note of a row of a run with several passes:
 // the ratio of each pass where both sides succeeded, and which is shown.
-func passNote(ratios []float64, passes int) string {
+func passNote(ratios []float64, passes int, failedShown bool) string {
 	rs := make([]string, len(ratios))
 	for i, r := range ratios {
 		rs[i] = fmt.Sprintf("%.2f", r)
 	}
 	note := fmt.Sprintf("ratios of %d passes: %s, the median pass shown", passes, strings.Join(rs, ", "))
+	if failedShown {
+		note = fmt.Sprintf("ratios of %d passes: %s, a failed pass shown", passes, strings.Join(rs, ", "))
+	}
 	if len(ratios) < passes {
 		note = fmt.Sprintf("ratios of %d of %d passes: %s", len(ratios), passes, strings.Join(rs, ", "))
 	}
