@@ -41,8 +41,7 @@ type Result struct {
 	SleepMarginS float64 `json:"sleep_margin_s,omitempty"`
 	// Peak resident memory during the run (0: not available).
 	RSSMiB float64 `json:"rss_mib,omitempty"`
-	// GOMAXPROCS while the run ran: the worker count for goroutines, the
-	// process default for faio (whose worker count is Workers).
+	// GOMAXPROCS while the run ran: the worker count, on both sides.
 	GOMAXPROCS int `json:"gomaxprocs"`
 	// faio (W9: faio-native, faio-adapter): the backend its runtime ran
 	// on, "io_uring" or "portable" (-backend); absent for goroutines.

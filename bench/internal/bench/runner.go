@@ -215,12 +215,14 @@ func (r *Runner) runOne(env Env, o Outcome, desc string) Outcome {
 	// the peak RSS counts this run only.
 	debug.FreeOSMemory()
 	rssOK := resetPeakRSS() == nil
-	procs := goruntime.GOMAXPROCS(0)
-	if o.Workload.side(o.Impl) == Goroutines {
-		procs = o.Workers
-		old := goruntime.GOMAXPROCS(procs)
-		defer goruntime.GOMAXPROCS(old)
-	}
+	// Both sides run on as many Ps as workers: faio's workers are
+	// goroutines too (a runtime's default Workers is GOMAXPROCS), and a
+	// faio runtime of 1 worker on 2 Ps would get a second CPU for the
+	// collector, its timers and BlockOn's caller that the goroutine side
+	// at GOMAXPROCS 1 does not have.
+	procs := o.Workers
+	old := goruntime.GOMAXPROCS(procs)
+	defer goruntime.GOMAXPROCS(old)
 	var watchdog *time.Timer
 	if r.Timeout > 0 && r.OnTimeout != nil {
 		watchdog = time.AfterFunc(r.Timeout, func() { r.OnTimeout(desc) })

@@ -45,7 +45,15 @@ var errSpawnOverran = errors.New("sleep_margin too short")
 // it was started for.
 func massWake(env *Env, attempt func(margin time.Duration) (Measurement, error), retry func(margin time.Duration) (Measurement, error)) (Measurement, error) {
 	margin := env.Sizes.SleepMargin
-	m, err := attempt(margin)
+	// Every attempt in a fresh process, the first one too (as W5 and
+	// W6d): in this process the goroutine side would run in what the
+	// faio side's million coroutines (goroutines) left, and both sides
+	// in what W1 ... W5 left.
+	first := attempt
+	if !env.InProcess {
+		first = retry
+	}
+	m, err := first(margin)
 	for i := 2; err != nil && errors.Is(err, errSpawnOverran) && !env.InProcess && i <= massWakeAttempts; i++ {
 		fmt.Fprintf(env.Log, "faio-bench: W5b: %v; again in a new process with sleep_margin %v\n", err, 2*margin)
 		margin *= 2
