@@ -984,12 +984,18 @@ func TestTryReapRacesTheOwner(t *testing.T) {
 	total := uint64(ops)
 	for i := uint64(0); i < total; i++ {
 		r.Start(nopOp{}, "nop", i)
+		if i%1024 == 1023 {
+			// Yield while completions wait in the CQ (the last Reap
+			// was 15 Starts ago): with one P the peer runs only when
+			// the owner yields, and a yield right after Reap and
+			// Wait(0) left it an empty CQ every time.
+			runtime.Gosched()
+		}
 		if i%16 == 0 {
 			r.Reap()
 		}
 		if i%1024 == 0 {
 			r.Wait(0)
-			runtime.Gosched()
 		}
 		if i == total-1 && byPeer.Load() == 0 && total < 50*ops {
 			total += ops
