@@ -452,18 +452,24 @@ func (t *Task) running() *Task {
 	return nil
 }
 
-// isRunning reports whether the calling goroutine is t's coroutine. A
-// coroutine's identity is set when its goroutine starts (see newCoro) and
-// cleared before it ends, and bind changes t's coroutine only from the
-// worker that is about to resume it or has just taken it back, so a
-// goroutine that is not t's coroutine never passes, whatever it races
-// with.
+// isRunning reports whether the calling goroutine is t's coroutine,
+// running t. A coroutine's identity is set when its goroutine starts (see
+// newCoro) and cleared before it ends, and bind changes t's coroutine only
+// from the worker that is about to resume it, so a goroutine that is not
+// t's coroutine never passes, whatever it races with. A finished task
+// keeps its coroutine (see bind), which runs other tasks later: the
+// coroutine's task, read only once the caller is known to be that
+// coroutine (the worker writes it before resuming it, or the coroutine
+// itself does), tells whether it still runs t.
 func (t *Task) isRunning() bool {
 	c := t.coro.Load()
-	return c != nil && c.goid.Load() == getg()
+	return c != nil && c.goid.Load() == getg() && c.task == t
 }
 
-// bind gives t the coroutine c to run on (nil: takes it back).
+// bind gives t the coroutine c to run on (nil: takes it back). A task that
+// finishes is not unbound: nothing reads a finished task's coroutine but
+// isRunning, which checks the coroutine's task as well, and the atomic
+// store saved was 1 of the 3 that each task's run cost (W1).
 func (t *Task) bind(c *coro) {
 	t.coro.Store(c)
 }

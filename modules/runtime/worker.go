@@ -320,14 +320,18 @@ func (w *worker) runTask(t *Task) {
 	if w.stalledOn.Load() != nil {
 		w.stalledOn.Store(nil)
 	}
-	w.current.Store(c)
+	if w.current.Load() != c {
+		// Mostly it is c already: the pool hands out the coroutine
+		// it took back last.
+		w.current.Store(c)
+	}
 	c.next()
-	t = c.task // runInline may have run others after t
+	t = c.task // runInline may have run others after t (nil: finished)
 	w.runningTask = nil
 	w.counts.polls++
 	switch c.yieldReason {
 	case reasonDone:
-		t.bind(nil)
+		c.task = nil // no longer t's coroutine, for isRunning
 		// Completed before its coroutine is pooled, which unnames the
 		// task: completing may take a while (it stops the AfterFunc
 		// on the task's spawn context, which runs that context's code)
@@ -505,7 +509,7 @@ func (w *worker) runInline(c *coro) bool {
 		return false
 	}
 	t := c.task
-	t.bind(nil)
+	c.task = nil // no longer t's coroutine, for isRunning (see bind)
 	c.yieldReason = reasonFinished
 	w.finish(t)
 	w.tick = next
