@@ -78,9 +78,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		},
 		Runs:     o.Runs,
 		PassArgs: args,
-		Out:      stdout,
-		Progress: !o.Child,
-		Timeout:  fullRunTimeout,
+		// A later pass sets it (runPassProcess).
+		GoroutinesFirst: o.GoroutinesFirst,
+		Out:             stdout,
+		Progress:        !o.Child,
+		Timeout:         fullRunTimeout,
 	}
 	if o.Quick {
 		r.Timeout = quickRunTimeout

@@ -43,6 +43,9 @@ type Options struct {
 	// Runner.Runs), so that the faio and goroutine runs of a pass are
 	// same-run pairs; the table shows each row's median pair. Default 1.
 	Runs int
+	// GoroutinesFirst is -goroutines-first: each configuration runs its
+	// goroutine side before its faio side (see Runner.GoroutinesFirst).
+	GoroutinesFirst bool
 
 	// Internal flags, for the processes the program starts of itself.
 	Client   string // -client ADDR: be the W7 (W7c) client of the server at ADDR
@@ -95,6 +98,7 @@ func ParseArgs(args []string, output io.Writer) (Options, error) {
 	fs.StringVar(&o.Client, "client", "", "internal: run as the W7 (or W7c) client of the echo server at this address")
 	fs.StringVar(&o.HTTPLoad, "http-load", "", "internal: run as the W9 client (of the one workload -w) of the HTTP server at this address")
 	fs.BoolVar(&o.Child, "child", false, "internal: run the selected configurations in this process and print JSON only")
+	fs.BoolVar(&o.GoroutinesFirst, "goroutines-first", false, "internal: run each configuration's goroutine side before its faio side (-runs alternates the order from pass to pass)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: faio-bench [flags]\n\nRuns the workloads of bench/WORKLOADS.md with faio and with goroutines, prints a JSON line\nper configuration and a Markdown table comparing them.\n\n")
 		fs.PrintDefaults()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +26,11 @@ func TestMainPasses(t *testing.T) {
 	for _, l := range lines {
 		got = append(got, fmt.Sprintf("%s/%s/%d", l.Workload, l.Impl, l.Workers))
 	}
+	// Pass 2 runs the goroutine side of each pair first.
 	pass := "W3-mutex/faio/2 W3-mutex/goroutines/2 W8-yield/faio/2 W8-yield/goroutines/2"
-	if want := strings.Repeat(pass+" ", 3); strings.Join(got, " ")+" " != want {
-		t.Errorf("JSON lines %v, want three passes of %s", got, pass)
+	swapped := "W3-mutex/goroutines/2 W3-mutex/faio/2 W8-yield/goroutines/2 W8-yield/faio/2"
+	if want := pass + " " + swapped + " " + pass; strings.Join(got, " ") != want {
+		t.Errorf("JSON lines %v, want %s", got, want)
 	}
 	for _, p := range []string{"pass 2 of 3, in a process of its own", "pass 3 of 3, in a process of its own"} {
 		if !strings.Contains(stderr.String(), p) {
@@ -69,7 +72,7 @@ func TestRunnerChildPass(t *testing.T) {
 				Impls: Impls, Runs: 2, PassArgs: []string{"-runs", "2", "-w", "WT"},
 				Env: Env{Log: testLog{t}, Self: self}, Out: &out}
 			outcomes := r.Run()
-			if strings.Join(gotArgs, " ") != "-runs 2 -w WT -runs 1 -json-only -cpuprofile " {
+			if strings.Join(gotArgs, " ") != "-runs 2 -w WT -runs 1 -json-only -cpuprofile  -goroutines-first" {
 				t.Errorf("pass 2 ran with %q", gotArgs)
 			}
 			if len(outcomes) != 8 {
@@ -155,5 +158,27 @@ func TestRenderTablePassesNonPrimaryFailure(t *testing.T) {
 	want := "| W9-http-hello | 2 | 600.0 | 1000.0 | 0.60 | faio-adapter 1500.0 ns/op; fasthttp FAILED: boom; ratios of 3 passes: 0.90, 0.60, 0.70, a failed pass shown | ≤ 1 | FAILED |"
 	if !strings.Contains(got, want) {
 		t.Errorf("got:\n%s\nwant the row:\n%s", got, want)
+	}
+}
+
+// With GoroutinesFirst, a workload's goroutine-side implementations run
+// before its faio-side ones, each side's in its listed order.
+func TestRunnerGoroutinesFirstOrder(t *testing.T) {
+	w9, _ := LookupWorkload("W9")
+	for _, tc := range []struct {
+		first bool
+		want  []Impl
+	}{
+		{false, []Impl{FaioNative, FaioAdapter, NetHTTP, FastHTTP}},
+		{true, []Impl{NetHTTP, FastHTTP, FaioNative, FaioAdapter}},
+	} {
+		r := &Runner{GoroutinesFirst: tc.first}
+		var got []Impl
+		for _, v := range r.order(w9.variantsOn(Impls)) {
+			got = append(got, v.impl)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("GoroutinesFirst %v: order %v, want %v", tc.first, got, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,12 @@ type Runner struct {
 	// the first pass; a later pass writing the same file would clobber
 	// it) and reads the JSON lines it prints.
 	PassArgs []string
+	// GoroutinesFirst runs each configuration's goroutine side before its
+	// faio side. Run sets it for every other later pass (the second, the
+	// fourth, ...), so that whatever the first side of a pair leaves for
+	// the second (dead goroutines to reuse, warm caches) favours neither
+	// side in every pass.
+	GoroutinesFirst bool
 	// Out receives the JSON lines (nil: discarded).
 	Out io.Writer
 	// Progress turns on a line on Env.Log before and after every run.
@@ -81,7 +88,8 @@ func (r *Runner) WorkersFor(w *Workload) []int {
 
 // Run runs every configuration, in order: per pass (Runs of them), per
 // workload, per worker count, per implementation (those of the workload on
-// the sides in Impls). A workload's Setup runs once, before its first run
+// the sides in Impls; every other later pass has the goroutine side's
+// first, see GoroutinesFirst). A workload's Setup runs once, before its first run
 // in this process.
 func (r *Runner) Run() []Outcome {
 	if r.Env.Log == nil {
@@ -117,7 +125,7 @@ func (r *Runner) runPass() []Outcome {
 			fmt.Fprintf(r.Env.Log, "faio-bench: %s setup FAILED: %v\n", w.Label(), setupErr)
 		}
 		for _, workers := range r.WorkersFor(w) {
-			for _, v := range w.variantsOn(r.Impls) {
+			for _, v := range r.order(w.variantsOn(r.Impls)) {
 				k++
 				o := Outcome{Workload: w, Impl: v.impl, Workers: workers}
 				switch {
@@ -135,6 +143,25 @@ func (r *Runner) runPass() []Outcome {
 	return outcomes
 }
 
+// order returns vs, a workload's implementations in the order its
+// runs are made: as listed, or with GoroutinesFirst the goroutine side's
+// first, each side's in its listed order.
+func (r *Runner) order(vs []implRun) []implRun {
+	if r.GoroutinesFirst {
+		slices.SortStableFunc(vs, func(a, b implRun) int {
+			return cmp.Compare(sideRank(a.side), sideRank(b.side))
+		})
+	}
+	return vs
+}
+
+func sideRank(side Impl) int {
+	if side == Goroutines {
+		return 0
+	}
+	return 1
+}
+
 // runChildPass runs pass number pass (from 0) in a process of its own and
 // returns its outcomes, one per configuration of first (the first pass's),
 // in the same order. Its JSON lines go to Out as they come and its
@@ -144,7 +171,7 @@ func (r *Runner) runPass() []Outcome {
 func (r *Runner) runChildPass(pass int, first []Outcome) []Outcome {
 	fmt.Fprintf(r.Env.Log, "faio-bench: pass %d of %d, in a process of its own\n", pass+1, r.Runs)
 	results := map[string]Result{}
-	runErr := r.runPassProcess(func(res Result) { results[resultKey(res.Workload, res.Impl, res.Workers)] = res })
+	runErr := r.runPassProcess(pass, func(res Result) { results[resultKey(res.Workload, res.Impl, res.Workers)] = res })
 	outcomes := make([]Outcome, len(first))
 	for i, f := range first {
 		o := Outcome{Workload: f.Workload, Impl: f.Impl, Workers: f.Workers, Pass: pass}
@@ -171,8 +198,11 @@ func resultKey(label string, impl Impl, workers int) string {
 // runPassProcess runs the program for a later pass (see PassArgs),
 // copies each JSON line it prints to Out and hands it to got, and returns
 // how the process ended.
-func (r *Runner) runPassProcess(got func(Result)) error {
+func (r *Runner) runPassProcess(pass int, got func(Result)) error {
 	args := append(slices.Clip(r.PassArgs), "-runs", "1", "-json-only", "-cpuprofile", "")
+	if pass%2 == 1 && !r.GoroutinesFirst {
+		args = append(args, "-goroutines-first")
+	}
 	cmd, err := r.Env.start(context.Background(), args...)
 	if err != nil {
 		return err
