@@ -64,7 +64,13 @@ type fdPoller struct {
 	// be another descriptor's.
 	mu       sync.RWMutex
 	isClosed bool // under mu
-	closed   atomic.Bool
+	// owner is, per descriptor number, the FD that registered it last
+	// (under numMu): an FD whose number another FD has registered since
+	// (the caller closed it before FD.Close, and the number was reused)
+	// must not unregister the number, which is the other's now.
+	numMu  sync.Mutex
+	owner  map[int]*FD
+	closed atomic.Bool
 	// broken is set (under mu) once epfd is found not to be the
 	// poller's any more.
 	broken atomic.Pointer[PollerError]
@@ -112,7 +118,17 @@ func (rt *Runtime) RegisterFD(fd int) (*FD, error) {
 	p.fds.Store(f.id, f)
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET}
 	*(*uint64)(unsafe.Pointer(&ev.Fd)) = f.id
+	// Under numMu: a stale FD.Close of the number either runs before
+	// the add or sees f as its owner.
+	p.numMu.Lock()
 	err = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
+	if err == nil {
+		if p.owner == nil {
+			p.owner = make(map[int]*FD)
+		}
+		p.owner[fd] = f
+	}
+	p.numMu.Unlock()
 	p.mu.RUnlock()
 	if err != nil {
 		p.fds.Delete(f.id)
@@ -215,13 +231,25 @@ func (f *FD) Close() {
 	p := f.p
 	var err error
 	p.mu.RLock()
-	if !p.isClosed && p.broken.Load() == nil {
-		err = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, f.fd, nil)
+	// Under numMu, the delete too: a caller that closed the descriptor
+	// before Close (the kernel then dropped its registration) may have
+	// had the number back and registered it again as another FD, whose
+	// registration the delete would remove, leaving its waits hanging
+	// (found by a reviewer). A number registered since is not ours.
+	p.numMu.Lock()
+	mine := p.owner[f.fd] == f
+	if mine {
+		delete(p.owner, f.fd)
+		if !p.isClosed && p.broken.Load() == nil {
+			err = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, f.fd, nil)
+		}
 	}
+	p.numMu.Unlock()
 	p.mu.RUnlock()
 	if err != nil {
-		// The caller closed the descriptor first, or epfd is no
-		// longer the poller's.
+		// The caller closed the descriptor first (and nobody has
+		// registered the number since), or epfd is no longer the
+		// poller's.
 		p.check()
 	}
 	p.fds.Delete(f.id)

@@ -481,7 +481,9 @@ func (rt *Runtime) signalIdle() {
 // http.Server.Serve's Accepts, would hold Close otherwise). Waits on a
 // context that can never be cancelled (context.Background(),
 // context.WithoutCancel), which say that the wait must complete, run as
-// usual, such as a deferred Close of a connection.
+// usual, such as a deferred Close of a connection. A readiness wait
+// (FD.Wait) ends with ErrFDClosed instead, whatever its context: the
+// poller it waits in closes with the runtime.
 //
 // If the readiness poller (see RegisterFD) found its epoll descriptor
 // closed or replaced behind its back, Close leaves that number alone and,
