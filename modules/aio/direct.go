@@ -513,6 +513,9 @@ func (g *fdGuard) submitPoll(ctx context.Context, op directOp, write bool) (runt
 // ring, a receive tried on the spot first. It returns runtime.ErrNoRing
 // when the operation is to wait elsewhere.
 func (g *fdGuard) submitRing(ctx context.Context, op directOp) (runtime.Result, error) {
+	if _, ok := op.(interface{ noRingForm() }); ok {
+		return runtime.Result{}, runtime.ErrNoRing
+	}
 	if f, ok := op.(*fdOp); ok && f.opcode == uring.OpRecv && len(f.buf) <= rawCopyMax && g.rt.Backend() == runtime.BackendIOUring {
 		// A receive may be tried on the spot before the ring: in
 		// request/response traffic the next request has often arrived

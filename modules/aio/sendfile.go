@@ -94,11 +94,18 @@ type sendfileOp struct {
 	n       int
 }
 
-// Prep is never called: submitPoll uses a ring only for a task that has
-// one, and such a task splices instead.
+// Prep is never called: submitRing sends an operation without a ring
+// form (noRingForm) to submitNoRing, whatever the calling task's backend.
 func (o *sendfileOp) Prep(*uring.SQE) {
 	panic("faio/aio: sendfile has no io_uring form")
 }
+
+// noRingForm marks sendfile as an operation that never goes to a ring. A
+// task that has one splices instead (see onRing), but one that uses a
+// connection of a portable runtime with a context naming another
+// runtime's task took this path, and the ring's Prep ended the process
+// (found by a reviewer).
+func (o *sendfileOp) noRingForm() {}
 
 // readsDisk marks sendfile as an operation that may read a file's pages
 // from the disk: submitPoll runs a portable task's try on the blocking
@@ -191,18 +198,20 @@ func (c *Conn) SendFile(ctx context.Context, f *File, off int64, n int64) (int64
 	return sent, err
 }
 
-// onRing reports whether the caller is a task whose operations go to a
-// ring: ctx's task if ctx names one, else a task spawned on the
-// connection's runtime (SubmitOn), so that runtime's backend decides.
+// onRing reports whether the caller may be a task whose operations go to
+// a ring: ctx's task's backend decides if ctx names one. A ctx that names
+// no task (a NetConn's deadline context) says nothing of the calling
+// task, whose ring SubmitOn uses and whose runtime need not be the
+// connection's: the caller then tries the ring, which says
+// runtime.ErrNoRing where there is none.
 func (c *Conn) onRing(ctx context.Context) bool {
 	if !runtime.OnTask() {
 		return false
 	}
-	rt := c.guard.rt
 	if t := runtime.Current(ctx); t != nil {
-		rt = t.Runtime()
+		return t.Runtime().Backend() != runtime.BackendPortable
 	}
-	return rt.Backend() != runtime.BackendPortable
+	return true
 }
 
 // sendfile is SendFile by sendfile(2). The caller holds the write lock and
@@ -232,6 +241,14 @@ func (c *Conn) sendfile(ctx context.Context, f *File, off, n int64) (int64, erro
 // splice is SendFile by splicing through a pipe on the calling task's ring.
 // ok is false, and nothing was sent, when the task has no ring after all.
 func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, ok bool, err error) {
+	// The first wait for room, before the pipe is made, also finds out
+	// whether the calling task has a ring (see onRing).
+	room := writable(c.guard.fd)
+	if noRing, err := c.awaitOnRing(ctx, room); err != nil {
+		return 0, true, err
+	} else if noRing {
+		return 0, false, nil
+	}
 	p, err := newSplicePipe()
 	if err != nil {
 		return 0, true, err
@@ -239,7 +256,6 @@ func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, o
 	defer p.close()
 	fill := &spliceOp{fdIn: f.guard.fd, fdOut: p.w, offOut: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
 	drain := &spliceOp{fdIn: p.r, fdOut: c.guard.fd, offIn: uring.NoOffset, offOut: uring.NoOffset, flags: unix.SPLICE_F_MOVE}
-	room := writable(c.guard.fd)
 	for sent < n {
 		fill.offIn, fill.n = off+sent, int(min(n-sent, int64(p.size)))
 		res, serr := runtime.SubmitOn(ctx, c.guard.rt, fill)
