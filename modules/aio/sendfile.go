@@ -242,13 +242,15 @@ func (c *Conn) sendfile(ctx context.Context, f *File, off, n int64) (int64, erro
 // ok is false, and nothing was sent, when the task has no ring after all.
 func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, ok bool, err error) {
 	// The first wait for room, before the pipe is made, also finds out
-	// whether the calling task has a ring (see onRing).
+	// whether the calling task has a ring (see onRing); the first drain
+	// then goes without another.
 	room := writable(c.guard.fd)
 	if noRing, err := c.awaitOnRing(ctx, room); err != nil {
 		return 0, true, err
 	} else if noRing {
 		return 0, false, nil
 	}
+	waited := true
 	p, err := newSplicePipe()
 	if err != nil {
 		return 0, true, err
@@ -269,7 +271,7 @@ func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, o
 			break // the end of the file
 		}
 		for inPipe := int(res.Res); inPipe > 0; {
-			if room != nil {
+			if room != nil && !waited {
 				noRing, err := c.awaitOnRing(ctx, room)
 				if err != nil {
 					return sent, true, err
@@ -278,6 +280,7 @@ func (c *Conn) splice(ctx context.Context, f *File, off, n int64) (sent int64, o
 					room = nil // the splice waits in the netpoller
 				}
 			}
+			waited = false
 			drain.n = inPipe
 			if room != nil {
 				drain.n = min(inPipe, sendRoom(c.guard.fd))
