@@ -44,13 +44,9 @@ func drive(ctx context.Context, s *rtState, j job) {
 	var backlog []job
 	for first := true; j != nil; first = false {
 		if !first {
-			// ctx.Err() is each job's own business.
+			// ctx.Err() is each job's own business. A spawned
+			// task goes behind the waiting ones (see above).
 			if _, ok := j.(*taskJob); ok {
-				// faio_spawn promises a new task: one run here
-				// goes behind the tasks already waiting, as a
-				// spawned one would, or a callback that spawns its
-				// own continuation (faio.hpp's yield) never lets
-				// them run before its budget is spent.
 				_ = runtime.Yield(ctx)
 			} else {
 				_ = runtime.Consume(ctx)
