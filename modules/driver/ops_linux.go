@@ -20,6 +20,7 @@ type record[T any] struct {
 	gen       uint32
 	cancelled bool  // ASYNC_CANCEL submitted
 	more      bool  // first holds the result; the last CQE is still to come
+	refused   bool  // Prep asked for many completions: a NOP went instead (see start)
 	recancels uint8 // times the cancel was asked again (see cancelAnswered)
 	first     Result
 	next      int32 // free list link
@@ -58,7 +59,7 @@ func (s *records[T]) alloc() int32 {
 func (s *records[T]) release(i int32) {
 	r := &s.recs[i]
 	var zero T
-	r.owner, r.op, r.cancelled, r.more, r.recancels = zero, nil, false, false, 0
+	r.owner, r.op, r.cancelled, r.more, r.recancels, r.refused = zero, nil, false, false, 0, false
 	r.gen = (r.gen + 1) & recordGenMask
 	r.next = s.free
 	s.free = i
@@ -120,6 +121,18 @@ func (r *Ring[T]) start(op Op, owner T, gen uint64) OpID {
 	rec.owner, rec.ownerGen, rec.op = owner, gen, op
 	sqe := r.getSQE()
 	op.Prep(sqe)
+	// An Op is one request with one result, and its entry is its own.
+	// Link flags would chain the next owner's unrelated entry behind it,
+	// and CQESkipSuccess would suppress the completion its owner waits
+	// for: both are cleared. A multishot request would post results a
+	// record cannot hand back (accepted descriptors, provided buffers),
+	// and would keep Submit waiting until it ends: a NOP goes in its
+	// place, and the operation fails with EINVAL (see completeOp).
+	sqe.Flags &^= uring.SQELink | uring.SQEIOHardlink | uring.SQECQESkipSuccess
+	if sqe.Multishot() {
+		sqe.PrepNop()
+		rec.refused = true
+	}
 	id := opID(i, rec.gen)
 	sqe.UserData = uint64(id)
 	r.pending += entryWeight(sqe)
@@ -280,7 +293,9 @@ func (r *Ring[T]) completeOp(cqe *uring.CQE) bool {
 		return false
 	}
 	res := Result{Res: cqe.Res, Flags: cqe.Flags}
-	if cqe.Flags&uring.CQEFMore != 0 {
+	if rec.refused {
+		res = Result{Res: -int32(syscall.EINVAL)}
+	} else if cqe.Flags&uring.CQEFMore != 0 {
 		if !rec.more {
 			rec.more, rec.first = true, Result{Res: cqe.Res, Flags: cqe.Flags &^ uring.CQEFMore}
 		}

@@ -23,6 +23,11 @@ import (
 // Op must reference its memory through Go pointers (slices, pointers),
 // never only through integers.
 //
+// An Op is one request with one result. Its entry is not linked to the
+// next one (SQELink, SQEIOHardlink and SQECQESkipSuccess are cleared after
+// Prep), and a multishot request (uring.SQE.Multishot) is refused: it
+// completes with EINVAL without reaching the kernel.
+//
 // Prep runs on the worker that submits; it must not block.
 type Op interface {
 	Prep(sqe *uring.SQE)

@@ -34,7 +34,9 @@ var ErrNoRing = errors.New("faio/runtime: Submit needs io_uring, and this runtim
 
 // Op is one io_uring operation (see driver.Op): Prep fills the submission
 // entry, and the Op keeps the memory it references reachable until its
-// completion has been reaped.
+// completion has been reaped. An Op is one request with one result: link
+// flags are cleared from its entry, and a multishot request (accept,
+// receive or poll that stays armed) completes with EINVAL without running.
 type Op = driver.Op
 
 // Result is the completion of an Op: Res is the kernel's result (a count,

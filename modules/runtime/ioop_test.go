@@ -113,6 +113,33 @@ func TestSubmitErrorIsErrno(t *testing.T) {
 	}
 }
 
+// pollMultishotOp asks for a multishot poll, which Submit cannot hand back.
+type pollMultishotOp struct{ fd int }
+
+func (o *pollMultishotOp) Prep(sqe *uring.SQE) { sqe.PrepPollMultishot(o.fd, unix.POLLIN) }
+
+// A multishot request fails with EINVAL at once, even on a descriptor that
+// is ready: it never runs, so it cannot post results nobody collects, or
+// keep Submit waiting for its end.
+func TestSubmitRefusesAMultishotOp(t *testing.T) {
+	rt := newRingRuntime(t, Config{Workers: 1})
+	a, b := socketPair(t)
+	if _, err := unix.Write(b, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := BlockOn(rt, func(ctx context.Context) (Result, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return Submit(ctx, &pollMultishotOp{fd: a})
+	})
+	if err != nil {
+		t.Fatalf("Submit: %v (result %+v)", err, res)
+	}
+	if !errors.Is(res.Err(), syscall.EINVAL) {
+		t.Fatalf("Submit of a multishot poll: %+v, want EINVAL", res)
+	}
+}
+
 func socketPair(t *testing.T) (int, int) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)

@@ -92,6 +92,7 @@ const (
 	TimeoutRealtime   uint32 = 1 << 3 // measure against CLOCK_REALTIME
 	LinkTimeoutUpdate uint32 = 1 << 4 // PrepTimeoutRemove updates a linked timeout
 	TimeoutETimeOK    uint32 = 1 << 5 // expiry (still -ETIME) does not fail the request: links after it run
+	timeoutMultishot  uint32 = 1 << 6 // IORING_TIMEOUT_MULTISHOT: fires repeatedly (see SQE.Multishot)
 )
 
 // Flags for PrepAsyncCancel and PrepAsyncCancelFd.

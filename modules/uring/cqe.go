@@ -19,8 +19,15 @@ var (
 )
 
 // Err returns nil if the request succeeded, else the syscall.Errno it failed
-// with (see ResultError). It never allocates.
-func (c CQE) Err() error { return ResultError(c.Res) }
+// with (see ResultError). A zero-copy send's notification (CQEFNotif) is
+// never an error: its Res is 0 or NotifUsageZCCopied, which is negative.
+// It never allocates.
+func (c CQE) Err() error {
+	if c.Flags&CQEFNotif != 0 {
+		return nil
+	}
+	return ResultError(c.Res)
+}
 
 // More reports whether the multishot request that posted this CQE stays
 // armed and will post more (IORING_CQE_F_MORE). When it is false the

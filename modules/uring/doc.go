@@ -57,7 +57,10 @@
 // When completions arrive faster than they are reaped and the CQ ring is
 // full, kernels with FeatNoDrop hold them back and set a flag; PeekCQE,
 // WaitCQE, ForEachCQE, PeekBatch and Submit notice the flag and flush the
-// backlog into the ring (Backlogs counts how often). Nothing is lost. If
+// backlog into the ring (Backlogs counts how often). Nothing is lost, but
+// a multishot request may end early when the CQ is full: its last CQE,
+// without More, can carry a result like the others, and the request must
+// be armed again (see PrepRecvMultishot). If
 // the kernel ever has to drop completions, the drop is counted (Overflow)
 // and reported once as an *OverflowError matching ErrCQOverflow.
 //

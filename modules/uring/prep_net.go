@@ -79,9 +79,12 @@ func (s *SQE) PrepRecv(fd int, b []byte, flags int) {
 // PrepRecvMultishot prepares a receive that stays armed and posts one CQE per
 // chunk of data, each landing in a buffer the kernel picks from group
 // (provided with PrepProvideBuffers); CQE.BufferID names it and CQE.More says
-// the request is still armed (kernel 6.0+). It ends with a CQE without More:
-// end of stream (Res 0), an error, or ENOBUFS when the group ran dry. It
-// sets SQEBufferSelect in Flags: a later SetFlags must include it.
+// the request is still armed (kernel 6.0+). It ends with the first CQE
+// without More: end of stream (Res 0), an error, ENOBUFS when the group ran
+// dry, or data (Res > 0, a buffer) when the kernel stopped it for another
+// reason, such as a full CQ. Data not yet received stays in the socket:
+// re-arm after any CQE without More that is not end of stream. It sets
+// SQEBufferSelect in Flags: a later SetFlags must include it.
 func (s *SQE) PrepRecvMultishot(fd int, group uint16, flags int) {
 	s.prep(OpRecv, fd, 0, 0, 0)
 	s.OpFlags = uint32(flags)

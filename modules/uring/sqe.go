@@ -46,6 +46,28 @@ func (s *SQE) SetUserData(u uint64) { s.UserData = u }
 // SQEFixedFile ...). Call it after the Prep method, which clears them.
 func (s *SQE) SetFlags(f uint8) { s.Flags = f }
 
+// Multishot reports whether the prepared entry asks the kernel for more than
+// one completion: a multishot accept, receive or poll, a multishot timeout,
+// or an opcode this package does not know (IORING_OP_READ_MULTISHOT, which
+// follows the last one it knows, is one). Such a request stays armed until
+// a completion without More, so whoever submits it must handle every one
+// of its completions. A zero-copy send is not counted: its second CQE, the
+// notification, belongs to the same result.
+func (s *SQE) Multishot() bool {
+	switch op := s.Opcode; {
+	case op == OpAccept:
+		return s.IoPrio&acceptMultishot != 0
+	case op == OpRecv || op == OpRecvmsg:
+		return s.IoPrio&recvMultishot != 0
+	case op == OpPollAdd:
+		return s.Len&PollAddMulti != 0
+	case op == OpTimeout:
+		return s.OpFlags&timeoutMultishot != 0
+	default:
+		return op > OpSendmsgZC
+	}
+}
+
 // maxRW is the largest transfer Linux performs in one read or write
 // (MAX_RW_COUNT); longer buffers are clamped to it, giving a short transfer
 // the caller already has to handle.

@@ -59,3 +59,42 @@ func TestPrepProvideBuffersPanicsOnZeroSize(t *testing.T) {
 	var s SQE
 	s.PrepProvideBuffers(make([]byte, 8), 0, 1, 0)
 }
+
+func TestMultishot(t *testing.T) {
+	var s SQE
+	cases := []struct {
+		name string
+		prep func()
+		want bool
+	}{
+		{"accept", func() { s.PrepAccept(3, nil, nil, 0) }, false},
+		{"multishot accept", func() { s.PrepAcceptMultishot(3, nil, nil, 0) }, true},
+		{"recv", func() { s.PrepRecv(3, make([]byte, 8), 0) }, false},
+		{"multishot recv", func() { s.PrepRecvMultishot(3, 1, 0) }, true},
+		{"multishot recvmsg", func() { s.PrepNop(); s.Opcode, s.IoPrio = OpRecvmsg, recvMultishot }, true},
+		{"poll", func() { s.PrepPollAdd(3, unix.POLLIN) }, false},
+		{"multishot poll", func() { s.PrepPollMultishot(3, unix.POLLIN) }, true},
+		{"timeout", func() { s.PrepTimeout(&unix.Timespec{Nsec: 1}, 0, 0) }, false},
+		{"multishot timeout", func() { s.PrepTimeout(&unix.Timespec{Nsec: 1}, 0, 0); s.OpFlags |= timeoutMultishot }, true},
+		{"zero-copy send", func() { s.PrepSendZC(3, make([]byte, 8), 0, 0) }, false},
+		{"nop", func() { s.PrepNop() }, false},
+		{"opcode past the known ones", func() { s.PrepNop(); s.Opcode = OpSendmsgZC + 1 }, true},
+	}
+	for _, c := range cases {
+		c.prep()
+		if got := s.Multishot(); got != c.want {
+			t.Errorf("%s: Multishot() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestCQEErrOfANotification(t *testing.T) {
+	for _, res := range []int32{0, NotifUsageZCCopied} {
+		if err := (CQE{Res: res, Flags: CQEFNotif}).Err(); err != nil {
+			t.Errorf("notification with Res %#x: Err() = %v, want nil", uint32(res), err)
+		}
+	}
+	if err := (CQE{Res: -int32(unix.EBADF)}).Err(); err != unix.EBADF {
+		t.Errorf("Res -EBADF: Err() = %v, want EBADF", err)
+	}
+}
