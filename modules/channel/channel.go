@@ -167,7 +167,9 @@ func (c *channel[T]) block(ctx context.Context, e *end, send bool, v T) (T, bool
 	n.send, n.end, n.val = send, e, v
 	if err := runtime.Suspend(ctx, n.register); err != nil {
 		c.mu.Lock()
-		if n.own.state.CompareAndSwap(waiting, cancelled) {
+		// A peer may have settled the wait as cancelled already (see
+		// claim); then nobody claimed it either.
+		if n.own.state.CompareAndSwap(waiting, cancelled) || n.own.state.Load() == cancelled {
 			if n.queued {
 				if send {
 					c.sendq.remove(n)

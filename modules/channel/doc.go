@@ -51,9 +51,12 @@
 //
 // # Waiting and cancellation
 //
-// Before it waits, an operation lets its worker's next task run at once
+// Before it waits, a Send or Recv lets its worker's next task run at once
 // (runtime.RunNext: often the peer it just woke, which may well answer)
-// and tries again; only then does it wait. That task runs nested on the
+// and tries again; only then does it wait (Select waits at once). The
+// operation returns only after that task waits, yields or ends, so a task
+// that computes for long without doing either holds it up, past its
+// context's deadline too. That task runs nested on the
 // waiting task's goroutine: a task must not hold a sync.Mutex (or
 // sync.RWMutex, or be inside a sync.Once) across a Send, Recv or Select,
 // as the runtime's Hazards say of any faio wait. A task nested under it
@@ -68,7 +71,11 @@
 // woken by a cancellation, claims it for the cancellation under the
 // channel's lock (a Select: under the locks of all its channels). Exactly one claim wins: if the peer's did, the operation
 // happened and returns success; if the cancellation's did, the peer skips
-// the waiter and serves the next one. No value is lost or duplicated.
+// the waiter and serves the next one. No value is lost or duplicated. A
+// peer that finds a queued waiter whose wait already ended (its deadline
+// passed while its worker was busy with another task, say) settles it as
+// cancelled itself: a waiter never completes with a value sent, or taken,
+// after its context ended and before its task ran again.
 // Operations that complete without waiting charge the task's cooperative
 // budget (runtime.Consume), so a task looping on a ready channel still
 // lets its worker run others.

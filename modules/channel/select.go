@@ -158,7 +158,8 @@ func selectWait(ctx context.Context, cases []Case, order []int, locks []*chanLoc
 	})
 
 	lockAll(locks)
-	cancel := err != nil && w.state.CompareAndSwap(waiting, cancelled)
+	// A peer may have settled w as cancelled already (see claim).
+	cancel := err != nil && (w.state.CompareAndSwap(waiting, cancelled) || w.state.Load() == cancelled)
 	for _, i := range order {
 		cases[i].dequeueLocked()
 	}

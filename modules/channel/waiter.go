@@ -33,8 +33,20 @@ type wait struct {
 	index int
 }
 
-// claim moves w from waiting to fired; only one claimer can succeed.
-func (w *wait) claim() bool { return w.state.CompareAndSwap(waiting, fired) }
+// claim moves w from waiting to fired; only one claimer can succeed. A wait
+// whose suspension is already over cannot have been woken by anyone but a
+// claimer, so its context ended: claim settles it as cancelled instead and
+// fails. Its owner may not run for a long time yet (its worker busy with
+// another task), and must not come back with a value sent, or taken, after
+// its deadline. Called under the lock of the channel the claimer works on,
+// which is held wherever waker is written.
+func (w *wait) claim() bool {
+	if w.waker.Ended() {
+		w.state.CompareAndSwap(waiting, cancelled)
+		return false
+	}
+	return w.state.CompareAndSwap(waiting, fired)
+}
 
 // waiter is one operation queued on one channel. All fields but the ones
 // fixed at creation are guarded by that channel's lock.

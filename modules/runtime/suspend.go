@@ -228,6 +228,17 @@ func (w Waker) stale() bool {
 	return st>>genShift != w.gen&wakeGenMask || st&stMask != stWaiting
 }
 
+// Ended reports whether the suspension w belongs to is over: its waiter
+// was woken, its context was cancelled, or it has moved on to a later
+// wait. A false answer promises nothing: the wait may end at any moment.
+//
+// A primitive whose waiters can only be woken by whoever claims them (under
+// the primitive's lock) learns from Ended that a waiter still queued was
+// cancelled, and can drop it instead of handing it a resource its owner
+// has stopped waiting for: on a busy worker the owner may not run for a
+// long time after its deadline.
+func (w Waker) Ended() bool { return w.stale() }
+
 // Wake resumes the waiter and reports whether this call did so. It returns
 // false when the waiter was already resumed, by an earlier Wake or because
 // its context was cancelled: a primitive handing over a resource (a lock, a
