@@ -42,7 +42,8 @@
 // Config.StallThreshold (10 ms by default) with tasks waiting and wakes
 // another worker to take them, so the others see that much extra latency,
 // but the completions of the stuck worker's ring wait until the call
-// returns. Waiting for the client with <-r.Context().Done() holds the
+// returns. With every worker held so, nothing else runs: Shutdown cannot
+// close the idle connections until a call returns. Waiting for the client with <-r.Context().Done() holds the
 // worker too, but ends when the client goes whatever holds the workers:
 // the watch for the client waits in Go's netpoller. Use faio's primitives (faio.Sleep, faio.Mutex, faio channels,
 // aio I/O), or run the blocking call with faio.Blocking (runtime.Blocking),
@@ -1030,12 +1031,10 @@ func (c *conn) serveRequest(ctx context.Context, req *http.Request) (keep bool) 
 	}
 	// The rest of the body must be read before the next request, and is
 	// if it is small (requestBody.Close); a larger one closes the
-	// connection instead, as in net/http. Before a response still
-	// whole in the buffer, so that it says so.
+	// connection instead, as in net/http. sendHeader reads it before the
+	// response's header goes out, so that the header says so; what is
+	// left after a header that said close is read below, for the close.
 	hasBody := w.reqBody.src != nil
-	if hasBody && !w.wroteHeader {
-		w.reqBody.Close()
-	}
 	if err := w.finish(); err != nil {
 		return false
 	}
@@ -1496,7 +1495,11 @@ func (w *response) WriteHeader(code int) {
 		// An informational response goes out at once, with the header
 		// as it is but its framing (RFC 9110 8.6, 15.2: it has no
 		// body), as net/http sends it; the real one follows.
-		w.c.bw.Write(appendStatus(append(w.c.bw.AvailableBuffer(), "HTTP/1.1 "...), code))
+		proto := "HTTP/1.1 "
+		if !w.req.ProtoAtLeast(1, 1) {
+			proto = "HTTP/1.0 " // as net/http writes it
+		}
+		w.c.bw.Write(appendStatus(append(w.c.bw.AvailableBuffer(), proto...), code))
 		w.header.WriteSubset(w.c.bw, framingHeaders)
 		w.c.bw.WriteString("\r\n")
 		w.c.bw.Flush()
@@ -1719,6 +1722,9 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 	case !bodyAllowed(w.status):
 		h.Del("Content-Length")
 		h.Del("Transfer-Encoding")
+		if w.status == http.StatusNotModified {
+			h.Del("Content-Type") // net/http's rule
+		}
 	case hasLength:
 		h.Del("Transfer-Encoding")
 	case final && te == "" && !trailers:
@@ -1750,6 +1756,21 @@ func (w *response) sendHeader(final bool, next []byte, out headerWriter) error {
 		// so, as net/http's does once keep-alives are off: a client
 		// that reused it lost its next request.
 		w.closeAfter = true
+	}
+	if b := &w.reqBody; b.src != nil && !b.sawEOF && !b.closed && !b.continueOwed && !w.closeAfter {
+		// As net/http's chunkWriter.writeHeader: what is left of the
+		// request body is read before the header goes out, if it is at
+		// most maxPostHandlerRead, so that a client that sends its
+		// whole request before it reads the response does not wait for
+		// ever against a response larger than the buffers between them
+		// (Go issue 15527); a larger rest closes the connection after
+		// the response, which says so. The handler's later reads of
+		// the body then fail, as net/http's do.
+		if b.remaining > maxPostHandlerRead {
+			w.closeAfter = true
+		} else {
+			b.Close()
+		}
 	}
 	if w.reqBody.continueOwed || w.reqBody.unread {
 		// The client waits for 100 Continue or this response and may
@@ -1895,7 +1916,9 @@ func (w *response) finish() error {
 		w.writeTrailers()
 		w.c.bw.WriteString("\r\n")
 	}
-	if w.contentLength >= 0 && w.written < w.contentLength && w.req.Method != http.MethodHead {
+	// A 204 or 304 has no body whatever its header declared (a handler
+	// sets a file's Content-Length, then finds it not modified).
+	if w.contentLength >= 0 && w.written < w.contentLength && w.req.Method != http.MethodHead && bodyAllowed(w.status) {
 		w.closeAfter = true // the declared length was not honoured
 	}
 	return w.c.bw.Flush()
