@@ -115,12 +115,14 @@ func OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (*Fi
 	op := &openOp{path: path, flags: flag | unix.O_CLOEXEC, mode: syscallMode(perm)}
 	res, err := submit(ctx, rt, op)
 	if err == nil && res.Res == -int32(unix.ENXIO) && flag&(unix.O_WRONLY|unix.O_RDWR) == unix.O_WRONLY &&
-		flag&unix.O_NONBLOCK == 0 && runtime.InTask(ctx) && rt.Backend() == runtime.BackendIOUring {
+		flag&unix.O_NONBLOCK == 0 && op.ringed {
 		// The ring tries an open inline with O_NONBLOCK first, and a
 		// FIFO with no reader refuses a non-blocking writer (ENXIO),
 		// which the kernel does not retry: open(2) would wait for a
 		// reader. Again on the kernel's async workers, where it waits
-		// as open(2) does, and cancellation interrupts it.
+		// as open(2) does, and cancellation interrupts it. Asked of
+		// the op, not of rt: a task sends it to its own ring, whatever
+		// runtime ctx names (found by a reviewer).
 		op.async = true
 		res, err = submit(ctx, rt, op)
 	}
@@ -407,7 +409,7 @@ func (f *File) transferAll(ctx context.Context, op *fdOp, opcode uring.Op, b []b
 // artefact of the shutdown (an EAGAIN, or a 0 that would read as the end
 // of the file).
 func (f *File) transfer(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
-	if f.direct != nil && atFilePosition(op) && f.guard.rt.Backend() == runtime.BackendIOUring && runtime.InTask(ctx) {
+	if f.direct != nil && atFilePosition(op) && runtime.InTask(ctx) {
 		return f.transferAtPos(ctx, op, write)
 	}
 	if f.pollable {
@@ -450,8 +452,11 @@ func setOffset(op directOp, off uint64) {
 // later, so Reads read the same block again and Writes overwrote each
 // other (found by a reviewer). Buffered files complete at issue and keep
 // the ring's file position; a goroutine's transfers are read(2) and
-// write(2) themselves, and so are a task's on the portable backend (the
-// blocking pool: Linux AIO takes only transfers at an offset).
+// write(2) themselves. Every task's transfer comes here, whatever the
+// File's runtime: the operation goes to the calling task's ring if it has
+// one (a task of an io_uring runtime using a portable runtime's File, found
+// by a reviewer), else to Linux AIO, which takes only transfers at an
+// offset, or the blocking pool.
 func (f *File) transferAtPos(ctx context.Context, op directOp, write bool) (runtime.Result, error) {
 	fd := f.guard.fd
 	pos, err := unix.Seek(fd, 0, io.SeekCurrent)

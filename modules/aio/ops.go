@@ -112,10 +112,14 @@ type openOp struct {
 	// skipping the inline attempt, which the kernel makes with
 	// O_NONBLOCK (see OpenFile).
 	async bool
+	// ringed records that Prep ran: the open went to a ring, which tries
+	// it inline with O_NONBLOCK first.
+	ringed bool
 }
 
 // Prep fills sqe for openat.
 func (o *openOp) Prep(sqe *uring.SQE) {
+	o.ringed = true
 	sqe.PrepOpenat(unix.AT_FDCWD, o.path, o.flags, o.mode)
 	if o.async {
 		sqe.SetFlags(uring.SQEAsync)
