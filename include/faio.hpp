@@ -80,6 +80,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <ranges>
 #include <ratio>
@@ -269,7 +270,11 @@ inline faio_runtime current()
 // it finishes, handing over through a trampoline (see detail::hand_over):
 // loops of awaits and chains of them (recursion) use no stack, whatever the
 // compiler does. T is a value type (a reference is not supported: return a
-// pointer or std::reference_wrapper).
+// pointer or std::reference_wrapper). A coroutine of another library that
+// awaits a task and is destroyed while the task waits (cancelled by
+// destruction) leaves the task running: an operation it started still owns
+// buffers in its frame, so it runs to its end, then frees itself; its
+// result is dropped.
 // co_await std::move(t) takes the coroutine out of t, as a move does: t is
 // then empty, like a task moved from. An empty task holds nothing to run:
 // co_await of one, and faio::block_on or faio::spawn given one, throw
@@ -318,6 +323,9 @@ template <class T> class [[nodiscard]] task {
 public:
     struct promise_type : detail::result_store<T> {
         std::coroutine_handle<> continuation = std::noop_coroutine();
+        // orphaned: the awaiting coroutine was destroyed while this task
+        // waited (for an operation that still owns its frame's buffers).
+        bool orphaned = false;
 
         task get_return_object() noexcept { return task(handle::from_promise(*this)); }
         std::suspend_always initial_suspend() noexcept { return {}; }
@@ -327,6 +335,10 @@ public:
                 bool await_ready() noexcept { return false; }
                 std::coroutine_handle<> await_suspend(handle h) noexcept
                 {
+                    if (h.promise().orphaned) {
+                        h.destroy(); // no one takes the result
+                        return std::noop_coroutine();
+                    }
                     return detail::hand_over(h.promise().continuation);
                 }
                 void await_resume() noexcept {}
@@ -364,17 +376,29 @@ public:
     {
         struct [[nodiscard]] awaiter {
             handle h;
+            bool started = false;
             explicit awaiter(handle owned) noexcept : h(owned) {}
-            awaiter(awaiter &&o) noexcept : h(std::exchange(o.h, nullptr)) {}
+            awaiter(awaiter &&o) noexcept : h(std::exchange(o.h, nullptr)), started(o.started) {}
             awaiter &operator=(awaiter &&) = delete;
             ~awaiter()
             {
-                if (h)
-                    h.destroy();
+                if (!h)
+                    return;
+                if (started && !h.done()) {
+                    // The awaiting coroutine is destroyed while the task
+                    // waits: an operation it started still owns its
+                    // frame (buffers, awaiter). It runs on and frees
+                    // itself when it ends (see final_suspend).
+                    h.promise().continuation = std::noop_coroutine();
+                    h.promise().orphaned = true;
+                    return;
+                }
+                h.destroy();
             }
             bool await_ready() noexcept { return false; }
             std::coroutine_handle<> await_suspend(std::coroutine_handle<> c) noexcept
             {
+                started = true;
                 h.promise().continuation = c;
                 return detail::hand_over(h);
             }
@@ -431,7 +455,7 @@ template <class T> struct root_state {
     result_store<T> result;
 };
 
-template <class T> detached run_root(task<T> t, root_state<T> *st)
+template <class T> detached run_root(task<T> t, std::shared_ptr<root_state<T>> st)
 {
     st->started = true;
     try {
@@ -476,21 +500,27 @@ inline void spawn(task<void> t) { spawn(current(), std::move(t)); }
 // everything it spawned have finished; returns t's result or rethrows its
 // exception. Throws faio::error if faio could not run it (for example
 // FAIO_EWOULDBLOCK_WORKER inside a coroutine), FAIO_EINVAL for an empty
-// (moved-from) t.
+// (moved-from) t. block_on waits for faio's work only: if t waits on an
+// awaitable that is not faio's while nothing of faio's is pending, it
+// throws faio::error FAIO_EINTERNAL with t still suspended. Whoever resumes
+// t later may (t then runs outside any block_on); its result is dropped.
 template <class T> T block_on(faio_runtime rt, task<T> t)
 {
     if (!t.valid())
         throw error(FAIO_EINVAL);
-    detail::root_state<T> st;
-    detail::detached d = detail::run_root(std::move(t), &st);
+    // Shared with the root coroutine: if t waits on an awaitable that is
+    // not faio's, faio_block_on returns with t suspended, and whoever
+    // resumes it later must find the state alive (found by a reviewer).
+    auto st = std::make_shared<detail::root_state<T>>();
+    detail::detached d = detail::run_root(std::move(t), st);
     int rc = faio_block_on(rt, &detail::resume_task, d.h.address());
-    if (!st.started) {
+    if (!st->started) {
         d.h.destroy();
         throw error(rc);
     }
-    if (!st.finished)
+    if (!st->finished)
         throw error(rc != 0 ? rc : FAIO_EINTERNAL);
-    return st.result.take();
+    return st->result.take();
 }
 
 // ---------------------------------------------------------------------------

@@ -1022,6 +1022,141 @@ void test_io_made_on_another_runtime(faio::runtime &rt)
     ::close(p[1]);
 }
 
+// resumed_later is an awaitable of another library: a thread of its own
+// resumes the coroutine after d.
+struct resumed_later {
+    std::chrono::milliseconds d;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) const
+    {
+        std::thread([h, d = d] {
+            std::this_thread::sleep_for(d);
+            h.resume();
+        }).detach();
+    }
+    void await_resume() const noexcept {}
+};
+
+std::atomic<int> resumed_outside;
+
+faio::task<int> wait_outside_faio()
+{
+    co_await resumed_later{100ms};
+    resumed_outside = 1;
+    co_return 42;
+}
+
+__attribute__((noinline)) int block_on_outside_faio(faio::runtime &rt)
+{
+    try {
+        faio::block_on(rt, wait_outside_faio());
+    } catch (const faio::error &e) {
+        return e.code();
+    }
+    return 0;
+}
+
+// stack_bytes_changed fills a frame where block_on's was with a pattern,
+// waits for the late resume, and counts the bytes it changed.
+__attribute__((noinline)) int stack_bytes_changed()
+{
+    volatile unsigned char frame[16384];
+    for (auto &c : frame)
+        c = 0x55;
+    for (int i = 0; i < 500 && resumed_outside == 0; i++)
+        std::this_thread::sleep_for(2ms);
+    std::this_thread::sleep_for(20ms); // the task's end, after the flag
+    int changed = 0;
+    for (auto &c : frame)
+        changed += c != 0x55;
+    return changed;
+}
+
+// block_on of a task that waits on an awaitable that is not faio's throws
+// FAIO_EINTERNAL with the task suspended. Resumed later by its own library,
+// the task used to store its result in block_on's state on the stack,
+// long gone: the bytes landed in a live frame (found by a reviewer).
+void test_block_on_left_by_a_foreign_awaitable(faio::runtime &rt)
+{
+    resumed_outside = 0;
+    CHECK(block_on_outside_faio(rt) == FAIO_EINTERNAL);
+    CHECK(stack_bytes_changed() == 0);
+    CHECK(resumed_outside == 1);
+}
+
+// eager_coro is another library's coroutine type: it starts at once, and
+// its owner may destroy it while it waits (cancellation by destruction).
+struct eager_coro {
+    struct promise_type {
+        eager_coro get_return_object() noexcept
+        {
+            return {std::coroutine_handle<promise_type>::from_promise(*this)};
+        }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+    std::coroutine_handle<promise_type> h;
+};
+
+std::atomic<int> frames_gone;
+std::atomic<long> bytes_read;
+
+struct frame_marker {
+    ~frame_marker() { frames_gone++; }
+};
+
+faio::task<std::size_t> read_into_frame(int fd)
+{
+    frame_marker m;
+    std::array<char, 256> buf{};
+    std::size_t n = co_await faio::read(fd, buf);
+    bytes_read = static_cast<long>(n);
+    co_return n;
+}
+
+eager_coro await_read_into_frame(int fd) { co_await read_into_frame(fd); }
+
+struct destroy_mid_read {
+    int fd;
+    int frames_gone_at_destroy;
+};
+
+void start_and_destroy(void *arg)
+{
+    auto *d = static_cast<destroy_mid_read *>(arg);
+    eager_coro c = await_read_into_frame(d->fd);
+    c.h.destroy();
+    d->frames_gone_at_destroy = frames_gone;
+}
+
+// A coroutine of another library that awaits a faio::task, destroyed while
+// the task's read is pending: the task's frame, which holds the buffer the
+// kernel writes and the awaiter its callback completes, must live until
+// the read ends. It was destroyed with its awaiter, and the read's
+// completion wrote into freed memory (found by a reviewer).
+void test_awaiter_destroyed_during_a_read(faio::runtime &rt)
+{
+    int p[2];
+    CHECK(::pipe(p) == 0);
+    frames_gone = 0;
+    bytes_read = -1;
+    std::thread writer([&] {
+        std::this_thread::sleep_for(100ms);
+        std::array<char, 256> data{};
+        CHECK(::write(p[1], data.data(), data.size()) == 256);
+    });
+    destroy_mid_read d{p[0], -1};
+    CHECK(faio_block_on(rt.get(), start_and_destroy, &d) == 0);
+    writer.join();
+    CHECK(d.frames_gone_at_destroy == 0);
+    CHECK(bytes_read == 256);
+    CHECK(frames_gone == 1);
+    ::close(p[0]);
+    ::close(p[1]);
+}
+
 // Tests of misuse that used to crash the process run in a child process:
 // this program, run with --only NAME.
 struct isolated_test {
@@ -1031,6 +1166,10 @@ struct isolated_test {
 
 const isolated_test isolated_tests[] = {
     {"c++: co_await, block_on and spawn of an empty task throw FAIO_EINVAL", test_empty_tasks},
+    {"c++: a task resumed after block_on left it does not write to block_on's frame",
+     test_block_on_left_by_a_foreign_awaitable},
+    {"c++: a task whose awaiter is destroyed during its read lives until the read ends",
+     test_awaiter_destroyed_during_a_read},
 };
 
 // run_isolated runs the isolated test named name in a child process, which
