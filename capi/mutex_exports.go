@@ -149,7 +149,19 @@ func faiocgo_mutex_unlock(h C.uint64_t) C.int {
 	if !ok {
 		return C.int(codeEBADHANDLE)
 	}
-	return C.int(unlock(&m.mu))
+	return C.int(m.unlock())
+}
+
+// unlock unlocks m for faio_mutex_unlock: FAIO_EBADHANDLE once m is freed,
+// whose lock free holds for good (a stray unlock that looked the handle up
+// before the removal must not release it).
+func (m *mutexObj) unlock() int32 {
+	m.freeing.Lock()
+	defer m.freeing.Unlock()
+	if m.freed.Err() != nil {
+		return codeEBADHANDLE
+	}
+	return unlock(&m.mu)
 }
 
 //export faiocgo_mutex_lock_blocking

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/faio-go/faio/modules/runtime"
@@ -162,9 +163,19 @@ func blockOn(h uint64, j job, token uint64) int32 {
 	if s.closing.Load() {
 		return codeESHUTDOWN
 	}
+	// ran tells a shutdown that cancelled fn's work (FAIO_ECANCELED) from
+	// one that refused fn (FAIO_ESHUTDOWN, as every refused call): a C
+	// caller whose fn owns arg must know which, to free arg exactly once
+	// (found by a reviewer: both returned FAIO_ESHUTDOWN).
+	var ran atomic.Bool
 	_, err := runtime.BlockOn(s.rt, func(ctx context.Context) (struct{}, error) {
+		ran.Store(true)
 		drive(ctx, s, j)
 		return struct{}{}, nil
 	})
-	return errorCode(err)
+	code := errorCode(err)
+	if code == codeESHUTDOWN && ran.Load() {
+		return codeECANCELED
+	}
+	return code
 }

@@ -103,11 +103,21 @@ const char *faio_strerror(int code)
                                "or missing from the kernel); FAIO_BACKEND_AUTO runs on the portable backend instead";
     }
     if (code < 0 && code > -4096) {
-        /* strerrordesc_np returns a static string and is thread-safe;
-         * strerror is thread-safe for known errnos in musl. */
+        /* The text must be static and thread-safe. strerrordesc_np's is
+         * (glibc 2.32+). Older glibc's strerror writes the text of an errno
+         * it does not know into one shared buffer, which the next call
+         * overwrites, so GNU strerror_r is asked instead: it returns its
+         * static text for a known errno and writes into tmp only for an
+         * unknown one, which falls through to faio's own text. musl's
+         * strerror returns static texts. */
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
         const char *s = strerrordesc_np(-code);
         if (s != NULL)
+            return s;
+#elif defined(__GLIBC__)
+        char tmp[1];
+        const char *s = strerror_r(-code, tmp, sizeof tmp);
+        if (s != tmp)
             return s;
 #else
         return strerror(-code);

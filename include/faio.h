@@ -292,7 +292,7 @@ int faio_runtime_new(const faio_config *cfg, faio_runtime *out);
  * callback runs with FAIO_ECANCELED), the call waits for all of them and for
  * the workers to stop, then closes the rings. Callbacks may run on workers
  * while it waits. A host thread blocked in faio_block_on(rt) returns
- * FAIO_ESHUTDOWN. Mutexes and channels created on rt stay valid until freed.
+ * FAIO_ECANCELED. Mutexes and channels created on rt stay valid until freed.
  * Returns FAIO_EBADHANDLE for a freed rt (double free, or a concurrent
  * free that won), FAIO_EWOULDBLOCK_WORKER inside a callback. */
 int faio_runtime_free(faio_runtime rt);
@@ -311,9 +311,12 @@ int faio_spawn(faio_runtime rt, faio_task_fn fn, void *arg);
 
 /* Runs fn(arg) as a task on rt and blocks the calling host thread until it
  * and everything it started (spawned tasks, pending operations and their
- * callbacks, transitively) have finished. Returns 0 then; FAIO_ESHUTDOWN if
- * rt shuts down first (still after everything finished); FAIO_EINVAL,
- * FAIO_EBADHANDLE, or FAIO_EWOULDBLOCK_WORKER inside a callback. */
+ * callbacks, transitively) have finished. Returns 0 then; FAIO_ECANCELED if
+ * rt shut down after fn ran, cancelling what was pending (still after
+ * everything finished); FAIO_ESHUTDOWN if rt was shutting down already, in
+ * which case fn did not run; FAIO_EINVAL, FAIO_EBADHANDLE, or
+ * FAIO_EWOULDBLOCK_WORKER inside a callback. fn runs exactly once when this
+ * returns 0 or FAIO_ECANCELED, never otherwise. */
 int faio_block_on(faio_runtime rt, faio_task_fn fn, void *arg);
 
 /* Stores rt's counters in *out. The busiest counters are published by each

@@ -288,7 +288,7 @@ static void long_sleep_root(void *arg)
 static void *block_on_long_sleep(void *arg)
 {
     struct long_sleep *ls = arg;
-    CHECK_RC(faio_block_on(ls->rt, long_sleep_root, ls), FAIO_ESHUTDOWN);
+    CHECK_RC(faio_block_on(ls->rt, long_sleep_root, ls), FAIO_ECANCELED);
     return NULL;
 }
 
@@ -335,6 +335,56 @@ static void test_shutdown_cancels_pending(void)
     CHECK_RC(faio_chan_try_send(ch, NULL), FAIO_EAGAIN);
     CHECK_RC(faio_mutex_free(m), 0);
     CHECK_RC(faio_chan_free(ch), 0);
+}
+
+/* faio_block_on tells a fn that never ran from one whose work a shutdown
+ * cancelled: FAIO_ESHUTDOWN only for the first (a refused call, as
+ * everywhere in faio.h), FAIO_ECANCELED for the second (see
+ * test_shutdown_cancels_pending). Both returned FAIO_ESHUTDOWN, and a fn
+ * that owns arg left its caller unable to free arg exactly once (found by
+ * a reviewer). */
+static atomic_int refused_fn_ran;
+
+static void count_run(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&refused_fn_ran, 1);
+}
+
+static void hold_worker(void *arg)
+{
+    (void)arg;
+    usleep(300 * 1000); /* blocks its worker: the free waits for it */
+}
+
+static void *free_in_background(void *arg)
+{
+    CHECK_RC(faio_runtime_free(*(faio_runtime *)arg), 0);
+    return NULL;
+}
+
+static void test_block_on_refused_at_shutdown(void)
+{
+    faio_runtime rt = new_runtime(1);
+    atomic_store(&refused_fn_ran, 0);
+    CHECK_RC(faio_spawn(rt, hold_worker, NULL), 0);
+    usleep(20 * 1000);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, free_in_background, &rt) == 0);
+    /* Wait until the free has begun: new handles are refused then. */
+    faio_mutex m;
+    int rc;
+    while ((rc = faio_mutex_new(rt, &m)) == 0) {
+        CHECK_RC(faio_mutex_free(m), 0);
+        usleep(1000);
+    }
+    if (rc == FAIO_ESHUTDOWN) {
+        CHECK_RC(faio_block_on(rt, count_run, NULL), FAIO_ESHUTDOWN);
+        CHECK(atomic_load(&refused_fn_ran) == 0);
+    } else {
+        CHECK_RC(rc, FAIO_EBADHANDLE); /* the free was over already */
+    }
+    pthread_join(t, NULL);
 }
 
 /* Concurrent frees of one runtime: exactly one succeeds. */
@@ -433,6 +483,8 @@ void test_errors(void)
              test_blocking_on_worker);
     run_test("shutdown cancels pending callbacks once; handles after free",
              test_shutdown_cancels_pending);
+    run_test("faio_block_on during a shutdown: FAIO_ESHUTDOWN, fn never runs",
+             test_block_on_refused_at_shutdown);
     run_test("concurrent frees of one runtime: one wins", test_concurrent_free);
     run_test("concurrent frees of one mutex or channel: one wins, the others FAIO_EBADHANDLE",
              test_concurrent_free_mutex_chan);

@@ -456,7 +456,7 @@ static void self_free_root(void *arg)
 static void test_free_from_own_callback(void)
 {
     struct self_free sf = {new_runtime(2), 0, 1, 0, 0};
-    CHECK_RC(faio_block_on(sf.rt, self_free_root, &sf), FAIO_ESHUTDOWN);
+    CHECK_RC(faio_block_on(sf.rt, self_free_root, &sf), FAIO_ECANCELED);
     pthread_join(sf.freer, NULL);
     CHECK_RC(sf.freed, 0);
     CHECK(atomic_load(&sf.accepted) > 0);
