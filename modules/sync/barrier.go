@@ -48,6 +48,9 @@ func (b *Barrier) Wait(ctx context.Context) (leader bool, err error) {
 	}
 	b.mu.Lock()
 	if b.arrived+1 == b.n {
+		b.dropEnded()
+	}
+	if b.arrived+1 == b.n {
 		b.trip()
 		return true, nil
 	}
@@ -59,6 +62,9 @@ func (b *Barrier) Wait(ctx context.Context) (leader bool, err error) {
 	err = runtime.Suspend(ctx, func(wk runtime.Waker) bool {
 		b.mu.Lock()
 		w.waker = wk
+		if b.arrived+1 == b.n {
+			b.dropEnded()
+		}
 		if b.arrived+1 == b.n {
 			// The others arrived in the meantime: w leads. Waking our
 			// own Waker rather than declining the wait lets a racing
@@ -95,4 +101,19 @@ func (b *Barrier) trip() {
 	b.arrived = 0
 	b.mu.Unlock()
 	wakeAll(ws)
+}
+
+// dropEnded withdraws the parties whose wait was cancelled (only trip
+// wakes a queued party) but whose task has not run yet: a generation must
+// not count a party whose context ended before it completed. b.mu is held.
+func (b *Barrier) dropEnded() {
+	for w := b.waiters.head; w != nil; {
+		next := w.next
+		if w.waker.Ended() {
+			b.waiters.remove(w)
+			w.state = waiterFresh // withdrawn: its Wait returns ctx.Err()
+			b.arrived--
+		}
+		w = next
+	}
 }

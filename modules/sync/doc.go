@@ -11,7 +11,10 @@
 // Every call that may wait takes a context first. It returns ctx.Err() if
 // the context is done before the wait is over, and leaves the primitive as
 // if the call had never been made: a lock or permit handed to a caller that
-// has already given up goes to the next waiter. Such a call also charges
+// has already given up goes to the next waiter, and a waiter whose context
+// ended leaves the queue's reckoning at once, even while its task cannot
+// run yet (its worker busy with another task): it holds up nobody queued
+// behind it, and a Barrier does not count it. Such a call also charges
 // the task's cooperative budget (runtime.Consume) when it completes at
 // once, so a task looping on always-ready operations still lets the other
 // tasks of its worker run. A nil context is refused with
@@ -24,7 +27,8 @@
 // says whether it is unlocked, locked, or locked with waiters queued. The other
 // primitives take an internal lock only when a caller has to wait or be
 // woken, never on their uncontended paths. Waiters are served in the order
-// they queued.
+// they queued, except that RWMutex admits every waiting reader together
+// once a writer leaves (see RWMutex.Unlock).
 //
 // Panics are kept to misuses, each named in the panic's message: those
 // package sync also panics on (unlocking an unlocked lock, a negative

@@ -18,7 +18,10 @@ import (
 // once the readers already inside leave. When a writer unlocks, every
 // reader waiting at that moment is admitted together, as one batch, ahead
 // of the next waiting writer, so a stream of writers cannot starve readers
-// either. Writers are served in arrival order.
+// either. Writers are served in arrival order. As with sync.RWMutex, a
+// reader must not take a second read lock while it holds one: a writer
+// queued in between waits for the first, and the second waits for the
+// writer.
 //
 // RLock, RUnlock, Lock and Unlock touch one atomic word while nobody waits;
 // the internal lock guarding the wait lists is taken only when someone has
@@ -49,7 +52,7 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 	if err := runtime.Consume(ctx); err != nil {
 		return err
 	}
-	if rw.TryRLock() {
+	if rw.tryRLock() {
 		return nil
 	}
 	return rw.wait(ctx, &rw.readers)
@@ -58,6 +61,22 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 // TryRLock locks rw for reading if no writer holds it or waits for it, and
 // reports whether it did. It never waits.
 func (rw *RWMutex) TryRLock() bool {
+	if rw.tryRLock() {
+		return true
+	}
+	if rw.state.Load()&(rwWriter|rwQueued) != rwQueued {
+		return false
+	}
+	// A writer is queued, or was: one whose wait was cancelled stays
+	// listed until its task runs. Serve the queue, which drops it, and
+	// try again.
+	rw.mu.Lock()
+	rw.grantLocked(false)
+	rw.mu.Unlock()
+	return rw.tryRLock()
+}
+
+func (rw *RWMutex) tryRLock() bool {
 	for {
 		s := rw.state.Load()
 		if s&(rwWriter|rwQueued) != 0 {
@@ -174,6 +193,8 @@ func (rw *RWMutex) grantLocked(afterWriter bool) {
 			return
 		}
 		inside := s & rwReaderMask
+		// A cancelled writer must not hold the readers back.
+		rw.dropEnded()
 		nr, nw := rw.readers.len, rw.writers.len
 		switch {
 		case nr > 0 && (nw == 0 || afterWriter && inside == 0):
@@ -213,5 +234,18 @@ func (rw *RWMutex) grantLocked(afterWriter bool) {
 			}
 			return
 		}
+	}
+}
+
+// dropEnded pops the writers at the head of the queue whose wait has ended:
+// only grantLocked wakes a queued writer, so such a writer was cancelled,
+// and its task, which would take it off the list, may not run for long (a
+// busy pinned worker). A live writer at the head stops new readers anyway,
+// so the scan stops there: each node is looked at once, as it reaches the
+// head. popFront marks it waiterDone, so its owner has nothing to undo.
+// rw.mu is held.
+func (rw *RWMutex) dropEnded() {
+	for w := rw.writers.head; w != nil && w.waker.Ended(); w = rw.writers.head {
+		rw.writers.popFront()
 	}
 }

@@ -103,6 +103,18 @@ func (s *Semaphore) TryAcquire(n int64) bool {
 	if n < 0 {
 		panic("faio/sync: semaphore weight < 0")
 	}
+	if s.tryAcquire(n) {
+		return true
+	}
+	if s.state.Load()&semQueued == 0 {
+		return false
+	}
+	// Someone is queued, or was: a waiter whose wait was cancelled stays
+	// listed until its task runs. Serve the queue, which drops such
+	// waiters, and try again.
+	s.mu.Lock()
+	s.grantLocked()
+	s.mu.Unlock()
 	return s.tryAcquire(n)
 }
 
@@ -166,6 +178,13 @@ func (s *Semaphore) grantLocked() {
 		if w == nil {
 			s.state.And(^int64(semQueued))
 			return
+		}
+		if w.waker.Ended() {
+			// Only this loop wakes a queued waiter, so its wait was
+			// cancelled; its task may not run for long (a busy pinned
+			// worker): drop it now rather than let it hold up the queue.
+			s.waiters.popFront()
+			continue
 		}
 		// The queue is not empty, so semQueued is set and both fast
 		// paths are off: nobody else changes the state meanwhile.

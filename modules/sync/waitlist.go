@@ -65,7 +65,6 @@ func (l *waitList) remove(w *waiter) {
 	l.len--
 }
 
-// popFront removes and returns the oldest waiter, or nil.
 // popFront removes the oldest waiter, marks it waiterDone and returns it,
 // or returns nil.
 func (l *waitList) popFront() *waiter {
