@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -78,49 +79,78 @@ faio::task<> run_pipeline(pipeline &p)
 
 constexpr int clients = 5, lines_each = 20;
 
+// serve echoes one connection until the client shuts down its side. A
+// spawned task must not let an exception escape (it would end the process,
+// as one leaving a std::thread does): a connection that fails (reset by
+// the client) just ends.
 faio::task<> serve(int fd)
 {
     char buf[512];
-    for (;;) {
-        std::size_t n = co_await faio::recv(fd, buf);
-        if (n == 0)
-            break; // the client shut down its side
-        for (std::size_t sent = 0; sent < n;)
-            sent += co_await faio::send(fd, std::span(buf + sent, n - sent));
+    try {
+        for (;;) {
+            std::size_t n = co_await faio::recv(fd, buf);
+            if (n == 0)
+                break; // the client shut down its side
+            for (std::size_t sent = 0; sent < n;)
+                sent += co_await faio::send(fd, std::span(buf + sent, n - sent));
+        }
+    } catch (const faio::error &e) {
+        std::fprintf(stderr, "echo server: connection: %s\n", e.what());
     }
     co_await faio::close(fd);
 }
 
+// accept_loop serves the clients' connections; it ends early when
+// echo_demo shuts the listening socket down (accept then fails).
 faio::task<> accept_loop(int listen_fd)
 {
-    for (int i = 0; i < clients; i++)
-        faio::spawn(serve(static_cast<int>(co_await faio::accept(listen_fd))));
+    try {
+        for (int i = 0; i < clients; i++)
+            faio::spawn(serve(static_cast<int>(co_await faio::accept(listen_fd))));
+    } catch (const faio::error &) {
+    }
 }
 
 faio::task<int> client(sockaddr_in addr, int id)
 {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    co_await faio::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr);
+    if (fd < 0)
+        throw faio::error(-errno);
     int good = 0;
-    for (int i = 0; i < lines_each; i++) {
-        std::string line = "client " + std::to_string(id) + " line " + std::to_string(i) + "\n";
-        for (std::size_t sent = 0; sent < line.size();)
-            sent += co_await faio::send(fd, std::span(line).subspan(sent));
-        std::string echo(line.size(), '\0');
-        std::size_t n = co_await faio::recv(fd, echo, faio::msg_flags(MSG_WAITALL));
-        good += n == line.size() && echo == line;
+    try {
+        co_await faio::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr);
+        for (int i = 0; i < lines_each; i++) {
+            std::string line = "client " + std::to_string(id) + " line " + std::to_string(i) + "\n";
+            for (std::size_t sent = 0; sent < line.size();)
+                sent += co_await faio::send(fd, std::span(line).subspan(sent));
+            std::string echo(line.size(), '\0');
+            std::size_t n = co_await faio::recv(fd, echo, faio::msg_flags(MSG_WAITALL));
+            good += n == line.size() && echo == line;
+        }
+    } catch (...) {
+        ::close(fd); // no co_await in a handler
+        throw;
     }
     ::shutdown(fd, SHUT_WR);
     co_await faio::close(fd);
     co_return good;
 }
 
+// echo_demo runs the server and the clients one after the other. If a
+// client fails, the listening socket is shut down, so that the accept loop
+// waiting for the clients that will not come ends, and block_on, which
+// waits for it, returns with the client's error.
 faio::task<int> echo_demo(int listen_fd, sockaddr_in addr)
 {
     faio::spawn(accept_loop(listen_fd));
     int good = 0;
-    for (int i = 0; i < clients; i++)
-        good += co_await client(addr, i);
+    try {
+        for (int i = 0; i < clients; i++)
+            good += co_await client(addr, i);
+    } catch (...) {
+        ::shutdown(listen_fd, SHUT_RDWR);
+        throw;
+    }
     co_return good;
 }
 
