@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -538,9 +539,10 @@ func TestUndeclaredTrailersReachTheHandler(t *testing.T) {
 
 // A handler that panics (http.ErrAbortHandler, or another value) after
 // streaming part of its response has that part sent whole before the
-// connection closes, as net/http's final flush sends it: faiohttp sent
-// only what had left its 4 KiB buffer (3,965 of 6,000 bytes; found by a
-// differential review). The response stays cut off: no final chunk.
+// connection closes: faiohttp sent only what had left its 4 KiB buffer
+// (3,965 of 6,000 bytes; found by a differential review). net/http's final
+// flush sends what left its 2 KiB chunk buffer (4,096 here). The response
+// stays cut off: no final chunk.
 func TestPanicAfterStreamingSendsWhatWasWritten(t *testing.T) {
 	for _, v := range []any{http.ErrAbortHandler, "boom"} {
 		addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -552,6 +554,61 @@ func TestPanicAfterStreamingSendsWhatWasWritten(t *testing.T) {
 		got := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 10*time.Second)
 		if n := strings.Count(got, "x"); n < 6000 || strings.HasSuffix(got, "0\r\n\r\n") {
 			t.Errorf("panic(%v) after 6,000 bytes: the client got %d of them, ending %q", v, n, got[max(0, len(got)-20):])
+		}
+	}
+}
+
+// A handler that writes its body in many small pieces (a template,
+// fmt.Fprintf in a loop) gets chunks of up to 2 KiB, as from net/http,
+// not one chunk per piece: 3,000 writes of 10 bytes were 3,000 chunks,
+// each with its size line (found by a reviewer). A Flush sends what is
+// pending, and a large write is a chunk of its own.
+func TestSmallWritesGatherIntoChunks(t *testing.T) {
+	piece := []byte("0123456789")
+	big := bytes.Repeat([]byte("b"), 5000)
+	addr, _ := startFaio(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range 3000 {
+			w.Write(piece)
+		}
+		w.(http.Flusher).Flush()
+		w.Write(piece)
+		w.Write(big)
+	}), nil)
+	got := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 10*time.Second)
+	_, rest, ok := strings.Cut(got, "\r\n\r\n")
+	if !ok {
+		t.Fatalf("no header end in %q", got)
+	}
+	var body []byte
+	var sizes []int
+	for {
+		line, after, ok := strings.Cut(rest, "\r\n")
+		if !ok {
+			t.Fatalf("chunked body cut off after %d chunks", len(sizes))
+		}
+		n, err := strconv.ParseInt(line, 16, 64)
+		if err != nil {
+			t.Fatalf("chunk size line %q: %v", line, err)
+		}
+		if n == 0 {
+			break
+		}
+		sizes = append(sizes, int(n))
+		body = append(body, after[:n]...)
+		rest = after[n+2:]
+	}
+	want := append(bytes.Repeat(piece, 3001), big...)
+	if !bytes.Equal(body, want) {
+		t.Fatalf("body of %d bytes, want %d", len(body), len(want))
+	}
+	// 30,000 bytes in chunks of at most 2,048, a chunk at the Flush, then
+	// the piece after it and the large write.
+	if len(sizes) > 30000/2048+1+3 {
+		t.Errorf("%d chunks, want at most %d: %v", len(sizes), 30000/2048+1+3, sizes[:min(len(sizes), 20)])
+	}
+	for _, n := range sizes {
+		if n > 2048 && n != len(big) {
+			t.Errorf("a chunk of %d bytes: more than 2,048 gathered", n)
 		}
 	}
 }
