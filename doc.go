@@ -23,6 +23,10 @@
 //	github.com/faio-go/faio/modules/channel  NewChannel's Sender/Receiver, Select
 //	github.com/faio-go/faio/modules/aio      File, TCP, UDP and Unix sockets over each worker's io_uring
 //
+// The methods and fields of the aliased types are documented in those
+// packages: go doc shows only the alias here (go doc
+// github.com/faio-go/faio/modules/aio Conn, for example).
+//
 // Libraries that build their own waits or io_uring operations use
 // runtime.Suspend and runtime.Submit from the runtime module.
 //

@@ -11,9 +11,12 @@ import (
 
 // The runtime: workers, tasks and their handles.
 type (
-	// Runtime is a pool of workers running tasks; see New.
+	// Runtime is a pool of workers running tasks; see New. Its methods
+	// (Close, Stats, Backend, Workers, ...) are documented in package
+	// runtime: go doc github.com/faio-go/faio/modules/runtime Runtime.
 	Runtime = runtime.Runtime
-	// Config configures a Runtime; its zero value means defaults.
+	// Config configures a Runtime; its zero value means defaults. Its
+	// fields: go doc -all github.com/faio-go/faio/modules/runtime Config.
 	Config = runtime.Config
 	// Task is a running task; a *Task is the context.Context its function
 	// receives.
@@ -50,7 +53,7 @@ const (
 
 	BackendAuto     = runtime.BackendAuto     // io_uring where allowed, else portable (default)
 	BackendIOUring  = runtime.BackendIOUring  // io_uring or New fails
-	BackendPortable = runtime.BackendPortable // no io_uring: Go's netpoller and a blocking pool
+	BackendPortable = runtime.BackendPortable // no io_uring: a task's sockets wait in the runtime's epoll, files use a blocking pool (O_DIRECT: Linux AIO)
 
 	Burst = runtime.Burst // fire the missed ticks back to back (default)
 	Delay = runtime.Delay // restart the period from the late tick

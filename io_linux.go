@@ -10,9 +10,13 @@ import (
 // The I/O entry points exist on Linux only (package aio is Linux-only); on
 // other systems the facade offers the runtime, sync and channel.
 
-// Files and sockets, through the worker's io_uring (or, on the portable
-// backend, Go's netpoller and a blocking pool). Each call runs on the
-// runtime of ctx: the task's own, or the one WithRuntime attached.
+// Files and sockets: in a task, through its worker's io_uring (on the
+// portable backend: the runtime's epoll instance for sockets, a blocking
+// pool for files, Linux AIO for O_DIRECT); in a plain goroutine, the
+// system call itself or Go's netpoller. Each call runs on the runtime of
+// ctx: the task's own, or the one WithRuntime attached. Their methods are
+// documented in package aio (go doc shows only the alias here):
+// go doc github.com/faio-go/faio/modules/aio File.
 type (
 	File     = aio.File
 	Listener = aio.Listener

@@ -98,8 +98,9 @@
 // refused) a task's socket waits for readiness in its runtime's epoll
 // instance (runtime.RegisterFD), and its file operations run as system
 // calls on a pool of at most 64 goroutines while the task suspends. A
-// read or write at an offset of a file opened with O_DIRECT goes to Linux
-// AIO (io_submit(2)) instead, so that no thread waits for the device; what
+// read or write of a file opened with O_DIRECT goes to Linux AIO
+// (io_submit(2)) instead, at its offset (or at the file position, read and
+// moved under the File's position lock), so that no thread waits for the device; what
 // io_submit refuses goes to the pool. Once on the device, such an
 // operation cannot be cancelled: the call returns when it completes, as
 // it does on the pool.
