@@ -11,6 +11,10 @@
  *
  *     bash examples/c/build.sh            # builds build/examples/faio-example-c
  *     build/examples/faio-example-c [file] # default: this source file
+ *
+ * The default path is the one the compiler was given: absolute when built
+ * by build.sh, relative to the checkout's root when built by hand as the
+ * README shows.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -206,6 +210,10 @@ static struct counts count_plainly(int fd, long letters[26])
 
 int main(int argc, char **argv)
 {
+    if (argc > 2) {
+        fprintf(stderr, "usage: %s [file]   (default: %s)\n", argv[0], __FILE__);
+        return 2;
+    }
     const char *path = argc > 1 ? argv[1] : __FILE__;
     struct job j;
     memset(&j, 0, sizeof j);
@@ -254,8 +262,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < 26; i++)
         if (j.letters[i] > j.letters[top])
             top = i;
-    printf("%s: %zu bytes, %ld lines, %ld words, most common letter '%c' (%ld)\n", path, j.size,
-           j.total.lines, j.total.words, 'a' + top, j.letters[top]);
+    if (j.letters[top] == 0)
+        printf("%s: %zu bytes, %ld lines, %ld words, no letters\n", path, j.size, j.total.lines, j.total.words);
+    else
+        printf("%s: %zu bytes, %ld lines, %ld words, most common letter '%c' (%ld)\n", path, j.size,
+               j.total.lines, j.total.words, 'a' + top, j.letters[top]);
 
     long letters[26];
     struct counts want = count_plainly(j.fd, letters);

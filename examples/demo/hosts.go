@@ -15,8 +15,18 @@ import (
 // cHosts builds libfaio.so and the C and C++ examples against it (with
 // examples/c/build.sh and examples/cpp/build.sh, which need gcc and g++),
 // runs them, and reports their last line. The demo runs from the
-// repository root (go run mage.go demo).
+// repository root (go run mage.go demo). Without gcc or g++ ($CC, $CXX)
+// the step is skipped, saying so.
 func cHosts(*faio.Runtime) (string, error) {
+	for _, c := range []struct{ env, def string }{{"CC", "gcc"}, {"CXX", "g++"}} {
+		name := os.Getenv(c.env)
+		if name == "" {
+			name = c.def
+		}
+		if _, err := exec.LookPath(name); err != nil {
+			return fmt.Sprintf("skipped: %s not found (the C and C++ examples need gcc and g++)", name), nil
+		}
+	}
 	dir, err := os.MkdirTemp("", "faio-demo-c-")
 	if err != nil {
 		return "", err

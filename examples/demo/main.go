@@ -15,9 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/faio-go/faio"
@@ -26,10 +28,37 @@ import (
 )
 
 func main() {
+	os.Exit(mainCode())
+}
+
+// mainCode runs the demo in a temporary directory of its own, which it
+// removes at the end, and on Ctrl-C too: the steps' files (a 32 MiB data
+// file, libfaio.so) go there, since os.MkdirTemp and the build scripts
+// follow TMPDIR.
+func mainCode() int {
+	if _, err := os.Stat("include/faio.h"); err != nil {
+		fmt.Fprintln(os.Stderr, "demo: run it from the repository's root: go run mage.go demo")
+		return 2
+	}
+	tmp, err := os.MkdirTemp("", "faio-demo-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	os.Setenv("TMPDIR", tmp)
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-interrupted
+		os.RemoveAll(tmp)
+		os.Exit(130)
+	}()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func run() error {

@@ -5,7 +5,9 @@
 //
 //	go run ./examples/http -root . -addr 127.0.0.1:8080 [-tls]
 //
-// With -tls it serves HTTPS with a self-signed certificate made at start.
+// With -tls it serves HTTPS with a certificate for localhost, self-signed
+// at start (curl -k https://localhost:8080/). Names that begin with a dot
+// (.git, .env) are not served, as most static servers refuse them.
 // With -selftest it serves -root on a free loopback port, fetches every
 // regular file below it (up to 200) over plain HTTP or TLS, checks the
 // bytes against package os, prints a summary and exits: the demo runs it.
@@ -54,6 +56,9 @@ func main() {
 }
 
 func run(addr, root string, useTLS, selftest bool) error {
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return fmt.Errorf("-root %s: not a directory", root)
+	}
 	rt, err := faio.New(faio.Config{})
 	if err != nil {
 		return err
@@ -85,7 +90,11 @@ func run(addr, root string, useTLS, selftest bool) error {
 		if useTLS {
 			scheme = "https"
 		}
-		log.Printf("serving %s on %s://%s", root, scheme, ln.Addr())
+		hint := ""
+		if useTLS {
+			hint = " (certificate self-signed for localhost: curl -k)"
+		}
+		log.Printf("serving %s on %s://%s%s", root, scheme, ln.Addr(), hint)
 		return <-served
 	}
 	msg, err := check(ln.Addr().String(), root, pool)
@@ -104,7 +113,8 @@ func run(addr, root string, useTLS, selftest bool) error {
 }
 
 // FileServer serves the files below root. Paths are cleaned and must stay
-// below root; directories list their entries.
+// below root; names that begin with a dot are not served (404);
+// directories list their other entries.
 func FileServer(root string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -112,15 +122,24 @@ func FileServer(root string) http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		name := filepath.Join(root, filepath.FromSlash(path.Clean("/"+r.URL.Path)))
+		clean := path.Clean("/" + r.URL.Path)
+		if strings.Contains(clean, "/.") {
+			http.NotFound(w, r)
+			return
+		}
+		name := filepath.Join(root, filepath.FromSlash(clean))
 		ctx := r.Context() // the connection's task: the I/O below suspends it
 		f, err := faio.Open(ctx, name)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				http.NotFound(w, r)
-				return
-			}
-			http.Error(w, "cannot open", http.StatusForbidden)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			http.NotFound(w, r)
+			return
+		case errors.Is(err, fs.ErrPermission):
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		case err != nil:
+			log.Printf("open %s: %v", name, err)
+			http.Error(w, "cannot open", http.StatusInternalServerError)
 			return
 		}
 		defer f.Close(ctx)
@@ -147,6 +166,9 @@ func listDir(w http.ResponseWriter, dir, urlPath string) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
 		suffix := ""
 		if e.IsDir() {
 			suffix = "/"

@@ -20,10 +20,13 @@ func TestSelftestPlainAndTLS(t *testing.T) {
 	}
 }
 
-// Ranges, 404 and paths that try to leave the root.
+// Ranges, 404, paths that try to leave the root, and dot names.
 func TestFileServer(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET=1"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := faio.New(faio.Config{Workers: 1})
@@ -49,6 +52,9 @@ func TestFileServer(t *testing.T) {
 		{"/a.txt", "bytes=2-4", 206, "234"},
 		{"/missing", "", 404, "404 page not found\n"},
 		{"/../../etc/passwd", "", 404, "404 page not found\n"},
+		{"/.env", "", 404, "404 page not found\n"},
+		{"/x/../.env", "", 404, "404 page not found\n"},
+		{"/", "", 200, "/a.txt\n"}, // the listing leaves .env out
 	} {
 		req, _ := http.NewRequest("GET", base+tc.path, nil)
 		req.URL.Opaque = tc.path // keep the dots: the server must clean them

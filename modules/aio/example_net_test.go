@@ -149,8 +149,12 @@ func ExampleConn_Peek() {
 			return struct{}{}, err
 		}
 		defer c.Close(ctx)
-		client.Write(ctx, []byte("next request"))
-		client.Close(ctx)
+		if _, err := client.Write(ctx, []byte("next request")); err != nil {
+			return struct{}{}, err
+		}
+		if err := client.Close(ctx); err != nil {
+			return struct{}{}, err
+		}
 		peek := make([]byte, 4)
 		n, err := c.Peek(ctx, peek)
 		fmt.Printf("Peek: %q %v\n", peek[:n], err)

@@ -37,11 +37,17 @@ func ExampleServer() {
 		fmt.Println(err)
 		return
 	}
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(resp.Status, string(body))
 
-	srv.Shutdown(context.Background())
+	if err := srv.Shutdown(context.Background()); err != nil {
+		fmt.Println(err)
+	}
 	fmt.Println(<-served)
 	// Output:
 	// 200 OK hello from a task, gopher

@@ -188,7 +188,11 @@ func ExampleInTask() {
 	}
 	defer rt.Close()
 	fmt.Println(where(context.Background()))
-	s, _ := runtime.BlockOn(rt, func(ctx context.Context) (string, error) { return where(ctx), nil })
+	s, err := runtime.BlockOn(rt, func(ctx context.Context) (string, error) { return where(ctx), nil })
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(s)
 	// Output:
 	// goroutine: make the system call here
@@ -206,7 +210,7 @@ func ExampleConsumeCurrent() {
 		return
 	}
 	defer rt.Close()
-	ranBetween, _ := runtime.BlockOn(rt, func(ctx context.Context) (bool, error) {
+	ranBetween, err := runtime.BlockOn(rt, func(ctx context.Context) (bool, error) {
 		var other atomic.Bool
 		runtime.Spawn(ctx, func(context.Context) (int, error) { other.Store(true); return 0, nil })
 		for range 1000 {
@@ -215,6 +219,10 @@ func ExampleConsumeCurrent() {
 		}
 		return other.Load(), nil
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("the other task ran during the loop:", ranBetween)
 	// Output: the other task ran during the loop: true
 }
@@ -392,7 +400,7 @@ func ExampleRuntime_Protect() {
 	}
 	defer rt.Close()
 	s := &slot{rt: rt}
-	used, _ := runtime.BlockOn(rt, func(ctx context.Context) (int64, error) {
+	used, err := runtime.BlockOn(rt, func(ctx context.Context) (int64, error) {
 		var n int64
 		for range 100 {
 			if s.Use(ctx) {
@@ -401,6 +409,10 @@ func ExampleRuntime_Protect() {
 		}
 		return n, nil
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(used, s.Destroy())
 	fmt.Println(runtime.BlockOn(rt, func(ctx context.Context) (bool, error) { return s.Use(ctx), nil }))
 	// Output:
