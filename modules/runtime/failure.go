@@ -15,8 +15,8 @@ type TaskFailure struct {
 	Err error  // what it returned; a *PanicError if it panicked
 }
 
-// A task's failure is observed when Join is called on its handle (before or
-// after the task ends). A failure nobody observes is not lost silently, as a
+// A task's failure is observed when a Join of its handle returns its result
+// (a Join that gives up on its own ctx first observes nothing). A failure nobody observes is not lost silently, as a
 // goroutine's panic would not be: it is reported once, through
 // Config.OnTaskFailure or, by default, the standard logger, at the first of
 //   - the end of the BlockOn or WaitAll under which the task ran,

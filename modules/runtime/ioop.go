@@ -101,6 +101,9 @@ func SubmitOn(ctx context.Context, rt *Runtime, op Op) (Result, error) {
 		if errors.Is(err, context.Canceled) {
 			err = ctx.Err()
 		}
+	} else if err != nil && rt.closing.Load() && errors.Is(err, context.Canceled) {
+		// ctx is live: Close cancelled the task that submitted op.
+		err = ErrClosed
 	}
 	return res, err
 }

@@ -557,9 +557,10 @@ func (rt *Runtime) Close() error {
 			w.io.Quiesce()
 			w.io.Close()
 		}
-		// Every task has ended: what failed unjoined is reported now.
-		rt.reportUnobserved(0, true)
 	})
+	// Every task has ended: what failed unjoined is reported now, outside
+	// closeOnce, so that a hook that calls Close does not re-enter it.
+	rt.reportUnobserved(0, true)
 	return rt.closeErr
 }
 

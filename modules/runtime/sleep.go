@@ -91,7 +91,9 @@ func sleepGoroutine(ctx context.Context, deadline time.Time) error {
 
 // Yield lets the worker run its other ready tasks (and poll its ring) before
 // resuming the caller. It returns ctx.Err(). Outside a task it calls
-// runtime.Gosched.
+// runtime.Gosched. In a cancelled task it returns at once, but charges the
+// cooperative budget as Consume does: a loop of Yields that ignores their
+// error still lets the worker's other tasks run.
 //
 // In a task, as Suspend's waits do, Yield on a context that Close's
 // cancellation of the tasks does not reach (one that derives from no task
@@ -103,6 +105,11 @@ func Yield(ctx context.Context) error {
 		return ErrNilContext
 	}
 	if err := ctx.Err(); err != nil {
+		// A loop of Yields that ignores their error must still let the
+		// worker's other tasks run, as a loop of Consumes does.
+		if t := taskFor(ctx); t != nil && t.charge() {
+			return t.yieldSpent(ctx)
+		}
 		return err
 	}
 	if t := taskFor(ctx); t != nil {

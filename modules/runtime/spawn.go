@@ -67,9 +67,6 @@ func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 		var zero T
 		return zero, ErrNilContext
 	}
-	if !h.task.has(flagJoined) {
-		h.task.flags.Or(flagJoined)
-	}
 	if !h.task.has(flagCompleted) {
 		var err error
 		if t := taskFor(ctx); t != nil {
@@ -92,6 +89,11 @@ func (h *JoinHandle[T]) Join(ctx context.Context) (T, error) {
 		// once, or a loop of such Joins held the worker (its error is
 		// not Join's: the result is there).
 		_ = Consume(ctx)
+	}
+	// Observed only by a Join that returns the result: one that gave up
+	// on its ctx saw nothing, and the failure must still be reported.
+	if !h.task.has(flagJoined) {
+		h.task.flags.Or(flagJoined)
 	}
 	err := h.err()
 	if err != nil {
@@ -266,9 +268,9 @@ func chargeSpawn(cur *Task) {
 	} else if w.local.RemainingCap() > CoopBudget && w.inbox.Len() == 0 {
 		c.yieldReason = reasonPause
 	}
-	// Not Yield, which returns at once in a cancelled task: one that
-	// spawns on regardless (its children start cancelled) must let them
-	// run all the same.
+	// Not Yield, which returns at once in a cancelled task (until its
+	// budget is spent): one that spawns on regardless (its children start
+	// cancelled) must let them run all the same.
 	c.yield(struct{}{})
 }
 

@@ -542,8 +542,9 @@ func (t *Task) mark(err error) bool {
 		}
 		if t.flags.CompareAndSwap(f, f|set) {
 			if e := t.ext; e != nil && e.doneCh != nil && e.doneCh != closedChan {
+				// Closed, and kept: Done must return the same channel
+				// on every call (context.Context).
 				close(e.doneCh)
-				e.doneCh = closedChan
 			}
 			return true
 		}
