@@ -225,6 +225,24 @@ func sockname(fd int) (netip.AddrPort, error) {
 	return uring.AddrPortFromSockaddr(&sa, n)
 }
 
+// peerOf returns ap, or, when ap's address is unspecified (0.0.0.0, ::),
+// the peer fd is connected to: the kernel connects those to this host's
+// loopback, and package net reports the address it connected.
+func peerOf(fd int, ap netip.AddrPort) netip.AddrPort {
+	if !ap.Addr().IsUnspecified() {
+		return ap // as given, zone and all
+	}
+	var sa uring.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	if _, _, errno := unix.Syscall(unix.SYS_GETPEERNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&n))); errno != 0 {
+		return ap
+	}
+	if peer, err := uring.AddrPortFromSockaddr(&sa, n); err == nil {
+		return peer
+	}
+	return ap
+}
+
 // Listener is a listening stream socket, TCP or Unix domain. Accept runs
 // on the io_uring of the calling task's worker. A Listener is safe for
 // concurrent use; several tasks may Accept at once.
@@ -630,5 +648,8 @@ func connect(ctx context.Context, rt *runtime.Runtime, network string, op *socka
 		return nil, netError("dial", network, nil, raddr, err)
 	}
 	c.laddr = local
+	if ta, ok := raddr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		c.raddr = net.TCPAddrFromAddrPort(peerOf(op.fd, ta.AddrPort()))
+	}
 	return c, nil
 }

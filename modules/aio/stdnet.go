@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -429,8 +430,11 @@ func (n *NetPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	switch a := addr.(type) {
 	case *net.UDPAddr:
 		switch {
+		case a != nil && (a.Port < 0 || a.Port > 0xffff):
+			// As package net: the port would wrap to another one.
+			return 0, &net.OpError{Op: "write", Net: n.c.network, Source: n.c.LocalAddr(), Addr: addr, Err: syscall.EINVAL}
 		case a == nil:
-			return 0, &net.OpError{Op: "write", Net: "udp", Source: n.c.LocalAddr(), Err: errMissingAddress}
+			return 0, &net.OpError{Op: "write", Net: n.c.network, Source: n.c.LocalAddr(), Err: errMissingAddress}
 		case len(a.IP) == 0:
 			unspecified := netip.IPv4Unspecified()
 			if n.c.family == unix.AF_INET6 {
@@ -441,11 +445,11 @@ func (n *NetPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 			to = a.AddrPort()
 		}
 	case nil:
-		return 0, &net.OpError{Op: "write", Net: "udp", Source: n.c.LocalAddr(), Err: errMissingAddress}
+		return 0, &net.OpError{Op: "write", Net: n.c.network, Source: n.c.LocalAddr(), Err: errMissingAddress}
 	default:
 		ap, err := netip.ParseAddrPort(addr.String())
 		if err != nil {
-			return 0, &net.OpError{Op: "write", Net: "udp", Source: n.c.LocalAddr(), Addr: addr, Err: err}
+			return 0, &net.OpError{Op: "write", Net: n.c.network, Source: n.c.LocalAddr(), Addr: addr, Err: err}
 		}
 		to = ap
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/faio-go/faio/modules/runtime"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/faio-go/faio/modules/uring"
 	"golang.org/x/sys/unix"
@@ -93,7 +94,11 @@ func udpSocket(rt *runtime.Runtime, lc ListenConfig, network string, local, remo
 	if err != nil {
 		return fail(err)
 	}
-	if local.IsValid() {
+	// As package net (setDefaultSockopts): a UDP socket may send to a
+	// broadcast address.
+	if serr := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BROADCAST, 1); serr != nil {
+		err = os.NewSyscallError("setsockopt", serr)
+	} else if local.IsValid() {
 		if err = lc.setReusePort(fd); err == nil {
 			err = bind(fd, local)
 		}
@@ -101,7 +106,12 @@ func udpSocket(rt *runtime.Runtime, lc ListenConfig, network string, local, remo
 		cop := &sockaddrOp{opcode: uring.OpConnect, fd: fd}
 		if cop.salen, err = uring.SockaddrFromAddrPort(remote, &cop.sa); err == nil {
 			// A datagram socket connects at once: no need to wait.
-			err = ioErr("connect", cop.direct(), nil)
+			res := cop.direct()
+			if cop.again {
+				// No ephemeral port to bind (see sockaddrOp.again).
+				res = runtime.Result{Res: -int32(unix.EAGAIN)}
+			}
+			err = ioErr("connect", res, nil)
 		}
 	}
 	if err != nil {
@@ -115,6 +125,7 @@ func udpSocket(rt *runtime.Runtime, lc ListenConfig, network string, local, remo
 	}
 	c := &UDPConn{sock: sock{network: network, laddr: net.UDPAddrFromAddrPort(laddr)}}
 	if remote.IsValid() {
+		remote = peerOf(fd, remote) // an unspecified one: the host's loopback
 		c.raddr = net.UDPAddrFromAddrPort(remote)
 	}
 	c.family = unix.AF_INET
