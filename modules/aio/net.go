@@ -216,11 +216,19 @@ func bind(fd int, ap netip.AddrPort) error {
 }
 
 // sockname returns the local address of fd (getsockname(2)).
-func sockname(fd int) (netip.AddrPort, error) {
+func sockname(fd int) (netip.AddrPort, error) { return sockaddrOf(fd, unix.SYS_GETSOCKNAME) }
+
+// sockaddrOf asks the kernel for fd's own address (sysno
+// SYS_GETSOCKNAME) or its peer's (SYS_GETPEERNAME).
+func sockaddrOf(fd int, sysno uintptr) (netip.AddrPort, error) {
 	var sa uring.RawSockaddrAny
 	n := uint32(unix.SizeofSockaddrAny)
-	if _, _, errno := unix.Syscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&n))); errno != 0 {
-		return netip.AddrPort{}, os.NewSyscallError("getsockname", errno)
+	if _, _, errno := unix.Syscall(sysno, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&n))); errno != 0 {
+		name := "getsockname"
+		if sysno == unix.SYS_GETPEERNAME {
+			name = "getpeername"
+		}
+		return netip.AddrPort{}, os.NewSyscallError(name, errno)
 	}
 	return uring.AddrPortFromSockaddr(&sa, n)
 }
@@ -232,12 +240,7 @@ func peerOf(fd int, ap netip.AddrPort) netip.AddrPort {
 	if !ap.Addr().IsUnspecified() {
 		return ap // as given, zone and all
 	}
-	var sa uring.RawSockaddrAny
-	n := uint32(unix.SizeofSockaddrAny)
-	if _, _, errno := unix.Syscall(unix.SYS_GETPEERNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&n))); errno != 0 {
-		return ap
-	}
-	if peer, err := uring.AddrPortFromSockaddr(&sa, n); err == nil {
+	if peer, err := sockaddrOf(fd, unix.SYS_GETPEERNAME); err == nil {
 		return peer
 	}
 	return ap
@@ -648,7 +651,7 @@ func connect(ctx context.Context, rt *runtime.Runtime, network string, op *socka
 		return nil, netError("dial", network, nil, raddr, err)
 	}
 	c.laddr = local
-	if ta, ok := raddr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+	if ta, ok := raddr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() { // no allocation otherwise
 		c.raddr = net.TCPAddrFromAddrPort(peerOf(op.fd, ta.AddrPort()))
 	}
 	return c, nil
