@@ -43,9 +43,10 @@
 // another worker to take them, so the others see that much extra latency,
 // but the completions of the stuck worker's ring wait until the call
 // returns. With every worker held so, nothing else runs: Shutdown cannot
-// close the idle connections until a call returns. Waiting for the client with <-r.Context().Done() holds the
-// worker too, but ends when the client goes whatever holds the workers:
-// the watch for the client waits in Go's netpoller. Use faio's primitives (faio.Sleep, faio.Mutex, faio channels,
+// close the idle connections until a call returns. Waiting for the client
+// with <-r.Context().Done() holds the worker too, but ends when the client
+// goes whatever holds the workers: the watch for the client waits in Go's
+// netpoller. Use faio's primitives (faio.Sleep, faio.Mutex, faio channels,
 // aio I/O), or run the blocking call with faio.Blocking (runtime.Blocking),
 // which runs it on a goroutine while the task suspends:
 //
